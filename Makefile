@@ -1,0 +1,52 @@
+# One target per routine task. `make run` and `make test` are the README's two commands.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# Stamp files make re-runs instant while pyproject.toml is unchanged.
+INSTALLED := $(VENV)/.installed
+TEST_INSTALLED := $(VENV)/.test-installed
+
+.PHONY: install install-test run demo test lint format bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(INSTALLED): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(TEST_INSTALLED): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@ $(INSTALLED)
+
+install: $(INSTALLED)
+
+install-test: $(TEST_INSTALLED)
+
+## The main job (for now): a demo evaluation in the terminal on the shipped dataset and baseline.
+run: install demo
+
+demo:
+	$(BIN)/chateval datasets list
+	$(BIN)/chateval evaluate --dataset hub-open-v1 --responses baselines/hub-open-v1/echo.txt \
+		--loglik baselines/hub-open-v1/unigram.loglik.jsonl --embeddings baselines/vectors/hub-open-v1-50d.txt
+
+## Installs what tests need, checks style, runs the whole suite.
+test: install-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest
+
+lint: install-test
+	$(BIN)/ruff check .
+
+format: install-test
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: install
+	$(BIN)/python scripts/bench_metrics.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,143 @@
+"""`chateval`: evaluate response files offline, manage datasets, word vectors and metrics."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import click
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from evaluation.cli import datasets as datasets_cli
+from evaluation.cli import embeddings as embeddings_cli
+from evaluation.cli.console import err, metric_progress, out
+from evaluation.dataset import load_dataset
+from evaluation.errors import EvaluationError
+from evaluation.evaluate import DEFAULT_METRICS, EvaluationReport, evaluate
+from evaluation.loglik import read_loglik
+from evaluation.metrics.registry import families, load_plugin_file
+from evaluation.responses import read_responses
+
+LARGE_FILE_PROMPTS = 10_000
+
+
+class ResponseFileFormat(StrEnum):
+    auto = "auto"
+    text = "text"
+    jsonl = "jsonl"
+
+
+app = typer.Typer(
+    help="ChatEval toolkit: score dialogue responses offline, exactly as the hub does.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(datasets_cli.app, name="datasets")
+app.add_typer(embeddings_cli.app, name="embeddings")
+metrics_app = typer.Typer(help="Available metrics.", no_args_is_help=True)
+app.add_typer(metrics_app, name="metrics")
+
+
+def _split_metrics(values: list[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    return [name.strip() for value in values for name in value.split(",") if name.strip()]
+
+
+@app.command("evaluate")
+def evaluate_command(
+    dataset: Annotated[str, typer.Option(help="Dataset name or folder.")],
+    responses: Annotated[Path, typer.Option(help="Response file: text (one line per prompt) or .jsonl.")],
+    loglik: Annotated[Path | None, typer.Option(help="Reference log-likelihood JSONL (for perplexity).")] = None,
+    metrics: Annotated[
+        list[str] | None,
+        typer.Option(help=f"Metrics (repeat or comma-separate). Default: {', '.join(DEFAULT_METRICS)}."),
+    ] = None,
+    compat: Annotated[str | None, typer.Option(help="Compatibility configuration, e.g. chateval-2019.")] = None,
+    embeddings: Annotated[Path | None, typer.Option(help="Word vectors for embedding-average.")] = None,
+    response_format: Annotated[ResponseFileFormat, typer.Option("--format", help="Response file format.")] = (
+        ResponseFileFormat.auto
+    ),
+    plugin: Annotated[list[Path] | None, typer.Option(help="Python file declaring extra @metric functions.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON with signatures and per-prompt scores.")] = False,
+    progress: Annotated[
+        bool | None,
+        typer.Option("--progress/--no-progress", help="Progress bar (default: on for large files)."),
+    ] = None,
+) -> None:
+    """Score a response file against a dataset."""
+    for path in plugin or []:
+        load_plugin_file(path)
+    data = load_dataset(dataset)
+    texts = read_responses(responses, dataset=data, fmt=response_format.value)
+    likelihoods = read_loglik(loglik, dataset=data) if loglik else None
+    show_progress = progress if progress is not None else len(data) >= LARGE_FILE_PROMPTS
+    with metric_progress(show_progress) as update:
+        report = evaluate(
+            data,
+            texts,
+            metrics=_split_metrics(metrics),
+            compat=compat,
+            embeddings=str(embeddings) if embeddings else None,
+            loglik=likelihoods,
+            progress=update,
+        )
+    if as_json:
+        out.print_json(json.dumps(report.to_dict()))
+    else:
+        _print_report(report)
+
+
+def _print_report(report: EvaluationReport) -> None:
+    table = Table(title=f"{report.dataset}  ({len(report.prompt_ids)} prompts)")
+    table.add_column("metric")
+    table.add_column("score", justify="right")
+    table.add_column("signature", overflow="fold")
+    for outcome in report.outcomes:
+        if outcome.result is None:
+            table.add_row(outcome.metric, "n/a", f"[yellow]{outcome.unavailable}[/]")
+        else:
+            table.add_row(outcome.metric, f"{outcome.result.corpus:.4f}", outcome.result.signature)
+    out.print(table)
+
+
+@metrics_app.command("list")
+def metrics_list(
+    plugin: Annotated[list[Path] | None, typer.Option(help="Python file declaring extra @metric functions.")] = None,
+) -> None:
+    """List registered metric families with their version and card."""
+    for path in plugin or []:
+        load_plugin_file(path)
+    table = Table()
+    for column in ("metric", "version", "higher is better", "needs", "description"):
+        table.add_column(column, overflow="fold")
+    for name, cls in families().items():
+        better = {True: "yes", False: "no", None: "-"}[cls.card.higher_is_better]
+        label = f"{name}-N" if cls.parameter else name
+        table.add_row(label, cls.version, better, ", ".join(cls.card.needs), cls.card.description)
+    out.print(table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: known errors become one clear line on stderr and a documented exit code."""
+    try:
+        app(args=argv, standalone_mode=False)
+    except EvaluationError as exc:
+        err.print(f"[red]error:[/] {escape(exc.describe())}", highlight=False)
+        return exc.exit_code
+    except click.exceptions.Abort:
+        err.print("aborted")
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    return 0
+
+
+def run() -> None:
+    sys.exit(main())

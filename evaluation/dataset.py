@@ -1,0 +1,223 @@
+"""Datasets: a folder with `manifest.json` and checksummed `prompts.jsonl`; loading verifies both."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from evaluation.errors import InvalidInputError, NotFoundError
+from evaluation.settings import get_settings
+
+MANIFEST = "manifest.json"
+PROMPTS = "prompts.jsonl"
+
+
+class Turn(BaseModel):
+    """One message of a conversation, in the chat-messages shape."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    role: Literal["user", "assistant", "system"]
+    content: str
+
+
+class Prompt(BaseModel):
+    """A conversation so far (ending with a user turn) and the reference responses to it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(min_length=1)
+    context: tuple[Turn, ...] = Field(min_length=1)
+    references: tuple[str, ...] = Field(min_length=1)
+
+    @field_validator("context")
+    @classmethod
+    def _ends_with_user(cls, context: tuple[Turn, ...]) -> tuple[Turn, ...]:
+        if context[-1].role != "user":
+            raise ValueError("the last context turn must have role 'user'")
+        return context
+
+
+class Manifest(BaseModel):
+    """Who made a dataset, under which licence, and the checksum of its prompts file."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$")
+    version: str = Field(min_length=1)
+    description: str
+    source: str
+    license: str
+    citation: str
+    prompts_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    manifest: Manifest
+    prompts: tuple[Prompt, ...]
+    path: Path
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def fingerprint(self) -> str:
+        """Name, version and checksum prefix: enough to tell two releases of a set apart."""
+        return f"{self.manifest.name}@{self.manifest.version}#{self.manifest.prompts_sha256[:12]}"
+
+    @cached_property
+    def prompt_ids(self) -> tuple[str, ...]:
+        return tuple(p.id for p in self.prompts)
+
+    @cached_property
+    def index_of(self) -> dict[str, int]:
+        return {pid: i for i, pid in enumerate(self.prompt_ids)}
+
+    @cached_property
+    def references(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(p.references for p in self.prompts)
+
+    def __len__(self) -> int:
+        return len(self.prompts)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _format_validation(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"{where}: {first['msg']}" if where else first["msg"]
+
+
+def read_manifest(folder: Path) -> Manifest:
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise NotFoundError(f"no {MANIFEST} in dataset folder", path=folder)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidInputError(f"manifest is not valid JSON ({exc})", path=path) from exc
+    try:
+        return Manifest.model_validate(raw)
+    except ValidationError as exc:
+        raise InvalidInputError(f"invalid manifest: {_format_validation(exc)}", path=path) from exc
+
+
+def parse_prompts(path: Path) -> tuple[Prompt, ...]:
+    prompts: list[Prompt] = []
+    seen: dict[str, int] = {}
+    with path.open("rb") as handle:
+        for number, raw_line in enumerate(handle, start=1):
+            try:
+                line = raw_line.decode("utf-8").strip()
+            except UnicodeDecodeError as exc:
+                raise InvalidInputError("not valid UTF-8", path=path, line=number) from exc
+            if not line:
+                continue
+            try:
+                prompt = Prompt.model_validate_json(line)
+            except ValidationError as exc:
+                raise InvalidInputError(f"invalid prompt: {_format_validation(exc)}", path=path, line=number) from exc
+            if prompt.id in seen:
+                raise InvalidInputError(
+                    f"duplicate prompt id {prompt.id!r} (first on line {seen[prompt.id]})",
+                    path=path,
+                    line=number,
+                )
+            seen[prompt.id] = number
+            prompts.append(prompt)
+    if not prompts:
+        raise InvalidInputError("dataset has no prompts", path=path)
+    return tuple(prompts)
+
+
+def load_dataset_dir(folder: Path) -> Dataset:
+    """Load a dataset folder, refusing it when the prompts file does not match the manifest's checksum."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    prompts_path = folder / PROMPTS
+    if not prompts_path.is_file():
+        raise NotFoundError(f"no {PROMPTS} in dataset folder", path=folder)
+    actual = sha256_file(prompts_path)
+    if actual != manifest.prompts_sha256:
+        raise InvalidInputError(
+            f"checksum mismatch: manifest says sha256 {manifest.prompts_sha256}, file has {actual}; "
+            "the prompts were changed after the manifest was written",
+            path=prompts_path,
+        )
+    return Dataset(manifest=manifest, prompts=parse_prompts(prompts_path), path=folder)
+
+
+def installed_dataset_dirs() -> dict[str, Path]:
+    """Every dataset folder on the search path, by folder name (earlier folders shadow later ones)."""
+    found: dict[str, Path] = {}
+    for root in get_settings().dataset_search_path():
+        if not root.is_dir():
+            continue
+        for folder in sorted(root.iterdir()):
+            if (folder / MANIFEST).is_file():
+                found.setdefault(folder.name, folder)
+    return found
+
+
+def load_dataset(name_or_dir: str | Path) -> Dataset:
+    """Load a dataset by name (from the search path) or from a folder path."""
+    candidate = Path(name_or_dir)
+    if candidate.is_dir():
+        return load_dataset_dir(candidate)
+    folders = installed_dataset_dirs()
+    if str(name_or_dir) in folders:
+        return load_dataset_dir(folders[str(name_or_dir)])
+    known = ", ".join(sorted(folders)) or "none"
+    raise NotFoundError(
+        f"dataset {str(name_or_dir)!r} not found (installed: {known}); "
+        "see `chateval datasets list`, or fetch it with `chateval datasets fetch NAME`"
+    )
+
+
+def write_dataset(folder: Path, manifest_fields: dict[str, str], prompts: list[Prompt]) -> Dataset:
+    """Write prompts and a manifest carrying their checksum, atomically: a failed write leaves no folder."""
+    folder = Path(folder)
+    if folder.exists():
+        raise InvalidInputError("output folder already exists; choose another or remove it", path=folder)
+    staging = folder.with_name(f".{folder.name}.partial")
+    staging.mkdir(parents=True, exist_ok=False)
+    try:
+        prompts_path = staging / PROMPTS
+        with prompts_path.open("w", encoding="utf-8", newline="\n") as handle:
+            for prompt in prompts:
+                handle.write(prompt.model_dump_json() + "\n")
+        try:
+            manifest = Manifest(**manifest_fields, prompts_sha256=sha256_file(prompts_path))
+        except ValidationError as exc:
+            raise InvalidInputError(f"invalid dataset metadata: {_format_validation(exc)}") from exc
+        (staging / MANIFEST).write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        staging.rename(folder)
+    except BaseException:
+        for child in staging.iterdir():
+            child.unlink()
+        staging.rmdir()
+        raise
+    return load_dataset_dir(folder)
+
+
+def reseal(folder: Path) -> Dataset:
+    """Record the prompts file's current checksum in the manifest, after checking that every prompt parses."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    prompts_path = folder / PROMPTS
+    parse_prompts(prompts_path)
+    updated = manifest.model_copy(update={"prompts_sha256": sha256_file(prompts_path)})
+    (folder / MANIFEST).write_text(updated.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return load_dataset_dir(folder)

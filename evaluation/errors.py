@@ -1,0 +1,42 @@
+"""Typed errors for bad user input: each carries a message naming the file and, where known, the line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class EvaluationError(Exception):
+    """Base class of every error the toolkit raises on purpose; `exit_code` is what the CLI returns."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None):
+        self.message = message
+        self.path = str(path) if path is not None else None
+        self.line = line
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = self.path if self.line is None else f"{self.path}, line {self.line}"
+            where += ": "
+        return f"{where}{self.message}"
+
+
+class InvalidInputError(EvaluationError):
+    """A user-supplied file (responses, log-likelihoods, dataset) is malformed."""
+
+    exit_code = 3
+
+
+class NotFoundError(EvaluationError):
+    """A named dataset, metric or file does not exist."""
+
+    exit_code = 4
+
+
+class ConfigurationError(EvaluationError):
+    """A metric cannot run as configured (e.g. no word vectors given for embedding-average)."""
+
+    exit_code = 5

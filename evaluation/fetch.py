@@ -1,0 +1,98 @@
+"""Public datasets declared as data (`datasets/NAME.fetch.json`: URLs, sha256, licence), fetched when used."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from evaluation.dataset import Dataset, load_dataset_dir
+from evaluation.errors import ConfigurationError, InvalidInputError, NotFoundError
+from evaluation.settings import REPO_DATASETS, get_settings
+from evaluation.text_import import import_text
+
+SUFFIX = ".fetch.json"
+
+
+class RemoteFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    url: str
+    sha256: str
+    name: str = ""
+
+
+class FetchManifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    version: str
+    description: str
+    source: str
+    license: str
+    citation: str
+    prompts: RemoteFile
+    references: list[RemoteFile]
+
+
+def fetchable() -> dict[str, Path]:
+    return {p.name.removesuffix(SUFFIX): p for p in sorted(REPO_DATASETS.glob(f"*{SUFFIX}"))}
+
+
+def read_fetch_manifest(name: str) -> FetchManifest:
+    known = fetchable()
+    if name not in known:
+        raise NotFoundError(f"no fetchable dataset {name!r} (known: {', '.join(known) or 'none'})")
+    try:
+        return FetchManifest.model_validate_json(known[name].read_text(encoding="utf-8"))
+    except ValidationError as exc:
+        raise InvalidInputError(f"invalid fetch manifest: {exc.errors()[0]['msg']}", path=known[name]) from exc
+
+
+def _source_url(remote: RemoteFile, mirror: str | None) -> str:
+    """The original URL, or the same file name under a mirror (a URL prefix or a local folder)."""
+    if mirror is None:
+        return remote.url
+    filename = Path(urllib.parse.urlparse(remote.url).path).name
+    if "://" not in mirror:
+        return Path(mirror, filename).resolve().as_uri()
+    return mirror.rstrip("/") + "/" + filename
+
+
+def download(remote: RemoteFile, target: Path, *, mirror: str | None = None, timeout: float = 60) -> Path:
+    url = _source_url(remote, mirror)
+    digest = hashlib.sha256()
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response, target.open("wb") as handle:
+            for block in iter(lambda: response.read(1 << 16), b""):
+                digest.update(block)
+                handle.write(block)
+    except OSError as exc:
+        raise ConfigurationError(f"could not download {url}: {exc}") from exc
+    if digest.hexdigest() != remote.sha256:
+        raise InvalidInputError(
+            f"checksum mismatch for {url}: expected sha256 {remote.sha256}, got {digest.hexdigest()}"
+        )
+    return target
+
+
+def fetch_dataset(name: str, *, mirror: str | None = None, force: bool = False) -> Dataset:
+    """Download, verify and import a public dataset into the user's dataset folder."""
+    manifest = read_fetch_manifest(name)
+    out = get_settings().user_datasets / name
+    if out.exists():
+        if not force:
+            return load_dataset_dir(out)
+        shutil.rmtree(out)
+    with tempfile.TemporaryDirectory() as scratch:
+        prompts = download(manifest.prompts, Path(scratch, "prompts.txt"), mirror=mirror)
+        references = [
+            download(remote, Path(scratch, f"references-{i}.txt"), mirror=mirror)
+            for i, remote in enumerate(manifest.references)
+        ]
+        fields = manifest.model_dump(include={"name", "version", "description", "source", "license", "citation"})
+        out.parent.mkdir(parents=True, exist_ok=True)
+        return import_text(out=out, prompts_path=prompts, reference_paths=references, manifest_fields=fields)

@@ -1,0 +1,52 @@
+"""Reference log-likelihood files (JSONL `prompt_id`, `logprob`, `tokens`) for the perplexity metric."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from evaluation.dataset import Dataset
+from evaluation.errors import InvalidInputError
+from evaluation.responses import check_complete, check_prompt_id, parse_jsonl_records
+from evaluation.textfile import decode_lines, read_bytes
+
+
+@dataclass(frozen=True)
+class LogLikelihoods:
+    """Per prompt, in dataset order: natural-log probability of the reference and its token count."""
+
+    logprob: np.ndarray  # shape (n_prompts,), float64, <= 0
+    tokens: np.ndarray  # shape (n_prompts,), int64, >= 1
+
+
+def parse_loglik(data: bytes, *, dataset: Dataset, name: str | Path) -> LogLikelihoods:
+    lines = decode_lines(data, name=name)
+    logprob = np.zeros(len(dataset), dtype=np.float64)
+    tokens = np.zeros(len(dataset), dtype=np.int64)
+    seen: dict[str, int] = {}
+    for number, record in parse_jsonl_records(lines, name=name):
+        missing = {"prompt_id", "logprob", "tokens"} - set(record)
+        if missing:
+            raise InvalidInputError(f"missing key(s): {', '.join(sorted(missing))}", path=name, line=number)
+        index = check_prompt_id(record["prompt_id"], dataset=dataset, seen=seen, name=name, number=number)
+        value, count = record["logprob"], record["tokens"]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise InvalidInputError("'logprob' must be a finite number", path=name, line=number)
+        if value > 0:
+            raise InvalidInputError(
+                f"'logprob' is {value}, but a log-probability cannot be positive", path=name, line=number
+            )
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise InvalidInputError(
+                f"'tokens' is {count!r}; it must be a whole number of at least 1", path=name, line=number
+            )
+        logprob[index], tokens[index] = value, count
+    check_complete(seen, dataset=dataset, name=name)
+    return LogLikelihoods(logprob=logprob, tokens=tokens)
+
+
+def read_loglik(path: str | Path, *, dataset: Dataset) -> LogLikelihoods:
+    return parse_loglik(read_bytes(Path(path)), dataset=dataset, name=path)

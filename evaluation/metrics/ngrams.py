@@ -1,0 +1,63 @@
+"""Integer-coded n-grams over many token sequences at once, so metrics count with numpy instead of loops."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class EncodedCorpus:
+    """Token ids of many sequences, concatenated.
+
+    ids: shape (n_tokens,), int64; lengths: shape (n_sequences,), int64; starts: shape (n_sequences,).
+    """
+
+    ids: np.ndarray
+    lengths: np.ndarray
+    vocab: dict[str, int]
+
+    @property
+    def starts(self) -> np.ndarray:
+        return np.concatenate(([0], np.cumsum(self.lengths)[:-1])).astype(np.int64)
+
+    @property
+    def segment_of_token(self) -> np.ndarray:
+        return np.repeat(np.arange(len(self.lengths), dtype=np.int64), self.lengths)
+
+
+def encode(token_lists: Sequence[Sequence[str]], vocab: dict[str, int] | None = None) -> EncodedCorpus:
+    """Map tokens to ids (growing `vocab`, which may be shared between corpora so ids agree)."""
+    vocab = {} if vocab is None else vocab
+    setdefault = vocab.setdefault
+    flat = [setdefault(token, len(vocab)) for tokens in token_lists for token in tokens]
+    lengths = np.fromiter((len(tokens) for tokens in token_lists), dtype=np.int64, count=len(token_lists))
+    return EncodedCorpus(ids=np.asarray(flat, dtype=np.int64), lengths=lengths, vocab=vocab)
+
+
+def ngram_codes(corpus: EncodedCorpus, n: int, radix: int) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of every n-gram that lies within one sequence, and the sequence each comes from.
+
+    Two n-grams of this call get the same code exactly when their tokens are equal; for n > 2 codes are
+    renumbered, so compare codes only within one call (encode hypotheses and references together).
+    `radix` must exceed every id (pass the vocabulary size). Returns (codes, segments), both shape (n_ngrams,), int64.
+    """
+    segments = corpus.segment_of_token
+    if n == 1:
+        return corpus.ids.copy(), segments
+    count = len(corpus.ids) - n + 1
+    if count <= 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    # A window is valid when its first and last token belong to the same sequence.
+    valid = segments[:count] == segments[n - 1 :]
+    codes = corpus.ids[:count].copy()
+    for offset in range(1, n):
+        # Re-number after each step so codes stay small enough not to overflow int64.
+        codes = codes * radix + corpus.ids[offset : offset + count]
+        if offset < n - 1:
+            _, codes = np.unique(codes, return_inverse=True)
+            codes = codes.astype(np.int64)
+    return codes[valid], segments[:count][valid]

@@ -1,0 +1,1 @@
+"""ChatEval Hub web application: submissions, review, evaluation pipeline and public pages (built on `evaluation`)."""
