@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from evaluation.metrics.base import Metric, MetricCard, MetricInputs, MetricResult, Progress
-from evaluation.metrics.ngrams import encode, ngram_codes
+from evaluation.metrics.ngrams import concatenate, encode_texts, ngram_codes
 from evaluation.metrics.registry import register
-from evaluation.tokenize import get_tokenizer, tokenize_all
+from evaluation.tokenize import get_tokenizer
 
 SMOOTH_METHODS = {"none": None, "floor": 0.1, "add-k": 1, "exp": None}  # sacrebleu's default values
 MY_LOG_ZERO = -9999999999  # what sacrebleu.utils.my_log returns for 0
@@ -83,8 +83,10 @@ def sentence_statistics(responses, references, config: BleuConfig, *, progress: 
     n_prompts = len(responses)
     ref_owner = np.array([i for i, refs in enumerate(references) for _ in refs], dtype=np.int64)
     flat_refs = [ref for refs in references for ref in refs]
-    tokens = tokenize_all(list(responses) + flat_refs, config.tokenizer, config.lowercase)
-    joint = encode(tokens)
+    joint = concatenate(
+        encode_texts(responses, config.tokenizer, config.lowercase),
+        encode_texts(flat_refs, config.tokenizer, config.lowercase),
+    )
     lengths = joint.lengths
     hyp_len, ref_lens = lengths[:n_prompts], lengths[n_prompts:]
     ref_len = _closest_ref_len(hyp_len, ref_lens, ref_owner)

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from evaluation.metrics.base import Metric, MetricCard, MetricInputs, MetricResult, Progress
-from evaluation.metrics.ngrams import encode, ngram_codes
+from evaluation.metrics.ngrams import encode_texts, ngram_codes
 from evaluation.metrics.registry import register
-from evaluation.tokenize import get_tokenizer, tokenize_all
+from evaluation.tokenize import get_tokenizer
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Distinct(Metric):
 
     def compute(self, inputs: MetricInputs, *, progress: Progress | None = None) -> MetricResult:
         config: DistinctConfig = self.config
-        corpus = encode(tokenize_all(inputs.responses, config.tokenizer, config.lowercase))
+        corpus = encode_texts(inputs.responses, config.tokenizer, config.lowercase)
         codes, segments = ngram_codes(corpus, config.n, radix=len(corpus.vocab) + 1)
         _, codes = np.unique(codes, return_inverse=True)
         distinct_total = int(codes.max()) + 1 if codes.size else 0
@@ -80,6 +80,5 @@ class AverageLength(Metric):
     card = MetricCard(description="Mean number of tokens per response.", higher_is_better=None)
 
     def compute(self, inputs: MetricInputs, *, progress: Progress | None = None) -> MetricResult:
-        tokenizer = get_tokenizer(self.config.tokenizer)
-        lengths = [len(tokenizer(text)) for text in inputs.responses]
+        lengths = encode_texts(inputs.responses, self.config.tokenizer, False).lengths.tolist()
         return self.result(sum(lengths) / len(lengths) if lengths else 0.0, lengths)

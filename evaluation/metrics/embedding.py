@@ -10,8 +10,9 @@ import scipy.sparse
 from evaluation.embeddings import WordVectors, load_vectors
 from evaluation.errors import ConfigurationError
 from evaluation.metrics.base import Metric, MetricCard, MetricInputs, MetricResult, Progress
+from evaluation.metrics.ngrams import EncodedCorpus, encode_texts
 from evaluation.metrics.registry import register
-from evaluation.tokenize import get_tokenizer, tokenize_all
+from evaluation.tokenize import get_tokenizer
 
 CHUNK_ROWS = 20_000  # rows of float64 sums held at once: 20,000 x 300 x 8 bytes = 48 MB
 
@@ -65,33 +66,43 @@ class EmbeddingAverage(Metric):
         return fields
 
     def compute(self, inputs: MetricInputs, *, progress: Progress | None = None) -> MetricResult:
+        config: EmbeddingConfig = self.config
         n = len(inputs.responses)
+        owner = np.array([i for i, refs in enumerate(inputs.references) for _ in refs], dtype=np.int64)
+        refs_flat = [ref for refs in inputs.references for ref in refs]
+        responses = self._rows(encode_texts(inputs.responses, config.tokenizer, config.lowercase))
+        references = self._rows(encode_texts(refs_flat, config.tokenizer, config.lowercase))
+        first_ref = np.searchsorted(owner, np.arange(n + 1))  # references of prompt i: first_ref[i]:first_ref[i+1]
         per_prompt: list[float | None] = [None] * n
         for start in range(0, n, CHUNK_ROWS):
             stop = min(start + CHUNK_ROWS, n)
-            chunk = self._score_chunk(inputs.responses[start:stop], inputs.references[start:stop])
-            per_prompt[start:stop] = chunk
+            response_sums = responses.sums(start, stop, self.vectors)
+            ref_sums = references.sums(first_ref[start], first_ref[stop], self.vectors)
+            per_prompt[start:stop] = self._best_cosines(
+                response_sums, ref_sums, owner[first_ref[start] : first_ref[stop]] - start
+            )
             if progress:
                 progress(stop, n)
         scored = [v for v in per_prompt if v is not None]
         corpus = float(np.mean(scored)) if scored else 0.0
         return self.result(corpus, per_prompt, prompts_left_out=n - len(scored))
 
-    def _score_chunk(self, responses, references) -> list[float | None]:
-        config: EmbeddingConfig = self.config
-        n = len(responses)
-        owner = np.array([i for i, refs in enumerate(references) for _ in refs], dtype=np.int64)
-        refs_flat = [ref for refs in references for ref in refs]
-        tokens = tokenize_all(list(responses) + refs_flat, config.tokenizer, config.lowercase)
-        sums = vector_sums(tokens, self.vectors)
-        response_vecs, ref_vecs = sums[:n], sums[n:]
-        ref_norms = np.linalg.norm(ref_vecs, axis=1)
-        denominator = np.linalg.norm(response_vecs, axis=1)[owner] * ref_norms
-        dots = np.einsum("ij,ij->i", response_vecs[owner], ref_vecs)
+    def _rows(self, corpus: EncodedCorpus) -> VectorRows:
+        key_to_index = self.vectors.keyed_vectors.key_to_index  # type: ignore[attr-defined]
+        to_vector = np.fromiter(
+            (key_to_index.get(w, -1) for w in corpus.vocab), dtype=np.int64, count=len(corpus.vocab)
+        )
+        return VectorRows(vector_ids=to_vector[corpus.ids], starts=np.append(corpus.starts, len(corpus.ids)))
+
+    def _best_cosines(self, response_sums: np.ndarray, ref_sums: np.ndarray, owner: np.ndarray) -> list[float | None]:
+        n = len(response_sums)
+        ref_norms = np.linalg.norm(ref_sums, axis=1)
+        denominator = np.linalg.norm(response_sums, axis=1)[owner] * ref_norms
+        dots = np.einsum("ij,ij->i", response_sums[owner], ref_sums)
         cosines = np.divide(dots, denominator, out=np.zeros_like(dots), where=denominator > 0)
         usable = ref_norms > 0
         count = np.bincount(owner[usable], minlength=n)
-        if config.multi_reference == "max":
+        if self.config.multi_reference == "max":
             values = np.full(n, -np.inf)
             np.maximum.at(values, owner[usable], cosines[usable])
         else:
@@ -99,24 +110,28 @@ class EmbeddingAverage(Metric):
         return [float(values[i]) if count[i] > 0 else None for i in range(n)]
 
 
-def vector_sums(token_lists, vectors: WordVectors) -> np.ndarray:
-    """Sum of the known tokens' vectors per token list, float64, shape (len(token_lists), dim).
+@dataclass(frozen=True)
+class VectorRows:
+    """Token lists as rows of vocabulary indices of the word vectors (-1: out of vocabulary).
 
-    The sum points the same way as the mean, and cosine ignores length. Only the vocabulary rows that
-    occur are read, so a memory-mapped GoogleNews file is never copied whole.
+    vector_ids: shape (n_tokens,); starts: shape (n_rows + 1,), row r is vector_ids[starts[r]:starts[r+1]].
     """
-    key_to_index = vectors.keyed_vectors.key_to_index  # type: ignore[attr-defined]
-    matrix = vectors.keyed_vectors.vectors  # type: ignore[attr-defined]
-    rows, cols = [], []
-    for row, tokens in enumerate(token_lists):
-        for token in tokens:
-            index = key_to_index.get(token)
-            if index is not None:
-                rows.append(row)
-                cols.append(index)
-    used, local = np.unique(np.asarray(cols, dtype=np.int64), return_inverse=True)
-    sub = np.asarray(matrix[used], dtype=np.float64)
-    counts = scipy.sparse.csr_matrix(
-        (np.ones(len(rows)), (np.asarray(rows, dtype=np.int64), local)), shape=(len(token_lists), len(used))
-    )
-    return np.asarray(counts @ sub)
+
+    vector_ids: np.ndarray
+    starts: np.ndarray
+
+    def sums(self, first: int, stop: int, vectors: WordVectors) -> np.ndarray:
+        """Sum of the known tokens' vectors for rows first..stop-1, float64, shape (stop - first, dim).
+
+        The sum points the same way as the mean, and cosine ignores length. Only the vocabulary rows that
+        occur are read, so a memory-mapped GoogleNews file is never copied whole.
+        """
+        matrix = vectors.keyed_vectors.vectors  # type: ignore[attr-defined]
+        ids = self.vector_ids[self.starts[first] : self.starts[stop]]
+        rows = np.repeat(np.arange(stop - first), np.diff(self.starts[first : stop + 1]))
+        known = ids >= 0
+        used, local = np.unique(ids[known], return_inverse=True)
+        counts = scipy.sparse.csr_matrix(
+            (np.ones(int(known.sum())), (rows[known], local)), shape=(stop - first, len(used))
+        )
+        return np.asarray(counts @ np.asarray(matrix[used], dtype=np.float64))

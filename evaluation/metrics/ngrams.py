@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evaluation.tokenize import RecentResults, tokenize_all
+
 
 @dataclass(frozen=True)
 class EncodedCorpus:
@@ -37,6 +39,16 @@ def encode(token_lists: Sequence[Sequence[str]], vocab: dict[str, int] | None = 
     return EncodedCorpus(ids=np.asarray(flat, dtype=np.int64), lengths=lengths, vocab=vocab)
 
 
+def concatenate(first: EncodedCorpus, second: EncodedCorpus) -> EncodedCorpus:
+    """One corpus of `first`'s sequences then `second`'s, with ids in one shared vocabulary."""
+    vocab = dict(first.vocab)
+    remap = np.fromiter(
+        (vocab.setdefault(w, len(vocab)) for w in second.vocab), dtype=np.int64, count=len(second.vocab)
+    )
+    ids = np.concatenate([first.ids, remap[second.ids]]) if len(second.ids) else first.ids.copy()
+    return EncodedCorpus(ids=ids, lengths=np.concatenate([first.lengths, second.lengths]), vocab=vocab)
+
+
 def ngram_codes(corpus: EncodedCorpus, n: int, radix: int) -> tuple[np.ndarray, np.ndarray]:
     """Codes of every n-gram that lies within one sequence, and the sequence each comes from.
 
@@ -61,3 +73,11 @@ def ngram_codes(corpus: EncodedCorpus, n: int, radix: int) -> tuple[np.ndarray, 
             _, codes = np.unique(codes, return_inverse=True)
             codes = codes.astype(np.int64)
     return codes[valid], segments[:count][valid]
+
+
+def _encode_texts(texts: Sequence[str], tokenizer: str, lowercase: bool) -> EncodedCorpus:
+    return encode(tokenize_all(texts, tokenizer, lowercase))
+
+
+encode_texts = RecentResults(_encode_texts)
+"""encode_texts(texts, tokenizer, lowercase) -> EncodedCorpus, shared between metrics of one evaluation."""
