@@ -30,7 +30,7 @@ run: install demo
 demo:
 	$(BIN)/chateval datasets list
 	$(BIN)/chateval evaluate --dataset hub-open-v1 --responses baselines/hub-open-v1/echo.txt \
-		--loglik baselines/hub-open-v1/unigram.loglik.jsonl --embeddings baselines/vectors/hub-open-v1-50d.txt
+		--loglik baselines/hub-open-v1/unigram.loglik.jsonl
 
 ## Installs what tests need, checks style, runs the whole suite.
 test: install-test
