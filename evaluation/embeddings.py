@@ -76,12 +76,18 @@ def _load_keyed_vectors(path: Path):
     return KeyedVectors.load(str(path), mmap="r")
 
 
-@lru_cache(maxsize=4)
 def load_vectors(path: str | Path) -> WordVectors:
-    """Load word vectors; a bad file is refused with a message naming it."""
+    """Load word vectors; a bad file is refused with a message naming it. Loaded vectors are kept while
+    the file is unchanged (same size and modification time), so a replaced file is read afresh."""
     path = Path(path)
     if not path.is_file():
         raise NotFoundError("word vectors file not found", path=path)
+    stamp = tuple((str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in vector_files(path))
+    return _load_vectors(path, stamp)
+
+
+@lru_cache(maxsize=4)
+def _load_vectors(path: Path, stamp: tuple) -> WordVectors:
     try:
         keyed_vectors = _load_keyed_vectors(path)
     except Exception as exc:  # gensim raises many types (pickle, ValueError, UnicodeDecodeError, EOFError)

@@ -22,6 +22,13 @@ class LogLikelihoods:
     tokens: np.ndarray  # shape (n_prompts,), int64, >= 1
 
 
+def _is_finite(value: int | float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        return False
+
+
 def parse_loglik(data: bytes, *, dataset: Dataset, name: str | Path) -> LogLikelihoods:
     lines = decode_lines(data, name=name)
     logprob = np.zeros(len(dataset), dtype=np.float64)
@@ -33,7 +40,7 @@ def parse_loglik(data: bytes, *, dataset: Dataset, name: str | Path) -> LogLikel
             raise InvalidInputError(f"missing key(s): {', '.join(sorted(missing))}", path=name, line=number)
         index = check_prompt_id(record["prompt_id"], dataset=dataset, seen=seen, name=name, number=number)
         value, count = record["logprob"], record["tokens"]
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not _is_finite(value):
             raise InvalidInputError("'logprob' must be a finite number", path=name, line=number)
         if value > 0:
             raise InvalidInputError(

@@ -46,6 +46,8 @@ def parse_jsonl_records(lines: list[str], *, name: str | Path) -> list[tuple[int
             value = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InvalidInputError(f"not valid JSON ({exc.msg})", path=name, line=number) from exc
+        except ValueError as exc:  # e.g. an integer literal beyond Python's digit limit
+            raise InvalidInputError(f"not valid JSON ({exc})", path=name, line=number) from exc
         if not isinstance(value, dict):
             raise InvalidInputError("each line must be a JSON object", path=name, line=number)
         records.append((number, value))

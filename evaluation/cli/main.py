@@ -8,7 +8,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 from rich.markup import escape
 from rich.table import Table
@@ -124,17 +123,16 @@ def metrics_list(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console entry point: known errors become one clear line on stderr and a documented exit code."""
+    """Console entry point: known errors become one clear line on stderr and a documented exit code.
+
+    Usage errors are left to typer's standalone mode (message and exit code 2), which exits by SystemExit.
+    """
     try:
-        app(args=argv, standalone_mode=False)
+        app(args=argv, prog_name="chateval")
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except EvaluationError as exc:
         err.print(f"[red]error:[/] {escape(exc.describe())}", highlight=False)
-        return exc.exit_code
-    except click.exceptions.Abort:
-        err.print("aborted")
-        return 130
-    except click.ClickException as exc:
-        exc.show()
         return exc.exit_code
     return 0
 

@@ -90,22 +90,26 @@ def sentence_statistics(responses, references, config: BleuConfig, *, progress: 
     lengths = joint.lengths
     hyp_len, ref_lens = lengths[:n_prompts], lengths[n_prompts:]
     ref_len = _closest_ref_len(hyp_len, ref_lens, ref_owner)
+    # slot of each reference among its prompt's references, and the most references any prompt has
+    ref_slot = np.arange(len(ref_owner)) - np.searchsorted(ref_owner, ref_owner)
+    slots = int(ref_slot.max()) + 1 if len(ref_slot) else 1
     correct = np.zeros((n_prompts, config.n), dtype=np.int64)
     total = np.maximum(hyp_len[:, None] - np.arange(config.n)[None, :], 0)
+    radix = len(joint.vocab) + 1
     for order in range(1, config.n + 1):
-        codes, segments = ngram_codes(joint, order, radix=len(joint.vocab) + 1)
-        _, codes = np.unique(codes, return_inverse=True)
-        width = int(codes.max()) + 1 if codes.size else 1
+        codes, segments = ngram_codes(joint, order, radix=radix)
+        width = radix**order if order <= 2 else int(codes.max(initial=0)) + 1
+        if width * (n_prompts + 1) * slots >= 2**62:  # keep keys inside int64
+            _, codes = np.unique(codes, return_inverse=True)
+            width = int(codes.max(initial=0)) + 1
         is_hyp = segments < n_prompts
         hyp_keys, hyp_counts = np.unique(segments[is_hyp] * width + codes[is_hyp], return_counts=True)
-        # Count each reference's n-grams, then keep per prompt the largest count over its references.
-        ref_keys, ref_counts = np.unique(segments[~is_hyp] * width + codes[~is_hyp], return_counts=True)
-        owner_keys = ref_owner[ref_keys // width - n_prompts] * width + ref_keys % width
-        merged_keys, inverse = np.unique(owner_keys, return_inverse=True)
-        merged_counts = np.zeros(len(merged_keys) + 1, dtype=np.int64)
-        np.maximum.at(merged_counts, inverse, ref_counts)
+        merged_keys, merged_counts = _max_reference_counts(
+            codes[~is_hyp], segments[~is_hyp] - n_prompts, ref_owner, ref_slot, width, slots
+        )
         # A sentinel key past every real one keeps searchsorted in range; it never matches.
         merged_keys = np.append(merged_keys, np.iinfo(np.int64).max)
+        merged_counts = np.append(merged_counts, 0)
         position = np.searchsorted(merged_keys, hyp_keys)
         found = merged_keys[position] == hyp_keys
         clipped = np.where(found, np.minimum(hyp_counts, merged_counts[position]), 0)
@@ -114,6 +118,20 @@ def sentence_statistics(responses, references, config: BleuConfig, *, progress: 
         if progress:
             progress(order, config.n)
     return hyp_len, ref_len, correct, total
+
+
+def _max_reference_counts(codes, ref_index, ref_owner, ref_slot, width: int, slots: int):
+    """Per (prompt, n-gram): the largest count of that n-gram in any one reference of the prompt.
+
+    Returns sorted keys prompt * width + code and their counts. One sort: keys carry the reference's slot
+    in the lowest digit, so the counts of one (prompt, n-gram) over its references sit side by side.
+    """
+    keys, counts = np.unique((ref_owner[ref_index] * width + codes) * slots + ref_slot[ref_index], return_counts=True)
+    if not len(keys):
+        return keys, counts
+    prompt_keys = keys // slots
+    starts = np.flatnonzero(np.r_[True, prompt_keys[1:] != prompt_keys[:-1]])
+    return prompt_keys[starts], np.maximum.reduceat(counts, starts)
 
 
 def _closest_ref_len(hyp_len: np.ndarray, ref_lens: np.ndarray, ref_owner: np.ndarray) -> np.ndarray:

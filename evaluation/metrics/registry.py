@@ -10,7 +10,8 @@ import inspect
 import math
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from numbers import Real
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,8 @@ _loaded = False
 def register(cls: type[Metric]) -> type[Metric]:
     """Class decorator adding a metric family; a second family with the same name is refused."""
     existing = _FAMILIES.get(cls.family)
-    if existing is not None and existing is not cls:
+    # The same module registering again (a plugin file loaded twice) replaces its earlier definition.
+    if existing is not None and existing is not cls and existing.__module__ != cls.__module__:
         raise ConfigurationError(f"metric {cls.family!r} is already registered by {existing.__module__}")
     _FAMILIES[cls.family] = cls
     return cls
@@ -93,18 +95,22 @@ class FunctionMetric(Metric):
 
 
 def _unpack(name: str, output: Any, *, expected: int) -> tuple[float, list[float | None]]:
-    if isinstance(output, tuple) and len(output) == 2 and not isinstance(output[0], Sequence):
-        corpus, per_prompt = output
-    else:
-        corpus, per_prompt = None, output
-    if not isinstance(per_prompt, Sequence) or isinstance(per_prompt, str):
-        raise EvaluationError(f"metric {name!r} must return a list of per-prompt scores, got {type(output)}")
+    """Accept per-prompt scores (any sequence or 1-d array) or a pair (corpus score, per-prompt scores)."""
+    corpus = None
+    if isinstance(output, tuple) and len(output) == 2 and _is_scores(output[1]):
+        corpus, output = output
+    if not _is_scores(output):
+        raise EvaluationError(f"metric {name!r} must return per-prompt scores, got {type(output).__name__}")
+    per_prompt = list(output)
     if len(per_prompt) != expected:
         raise EvaluationError(f"metric {name!r} returned {len(per_prompt)} scores for {expected} prompts")
     values: list[float | None] = []
     for i, value in enumerate(per_prompt):
-        if value is not None and (isinstance(value, bool) or not math.isfinite(float(value))):
-            raise EvaluationError(f"metric {name!r} returned a non-finite score {value!r} for prompt {i}")
+        if value is not None:
+            if isinstance(value, bool | str) or not isinstance(value, Real):
+                raise EvaluationError(f"metric {name!r} returned {value!r} for prompt {i}; expected a number")
+            if not math.isfinite(float(value)):
+                raise EvaluationError(f"metric {name!r} returned a non-finite score {value!r} for prompt {i}")
         values.append(None if value is None else float(value))
     if corpus is None:
         present = [v for v in values if v is not None]
@@ -112,17 +118,22 @@ def _unpack(name: str, output: Any, *, expected: int) -> tuple[float, list[float
     return float(corpus), values
 
 
+def _is_scores(value: Any) -> bool:
+    return not isinstance(value, str | bytes | dict) and hasattr(value, "__len__") and hasattr(value, "__iter__")
+
+
 def _ensure_loaded() -> None:
     global _loaded
     if _loaded:
         return
-    _loaded = True
     importlib.import_module("evaluation.metrics.builtin")
     for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
             entry_point.load()  # importing the module runs its @metric / @register decorators
         except Exception as exc:
+            # Not marked loaded: every later call reports the broken plugin again instead of hiding it.
             raise ConfigurationError(f"could not load metric plugin {entry_point.value!r}: {exc}") from exc
+    _loaded = True
 
 
 def load_plugin_file(path: str | Path) -> None:
