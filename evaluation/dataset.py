@@ -186,9 +186,18 @@ def load_dataset(name_or_dir: str | Path) -> Dataset:
     )
 
 
+def check_manifest_fields(manifest_fields: dict[str, str]) -> None:
+    """Refuse invalid dataset metadata (e.g. a name with a slash) before any file is written."""
+    try:
+        Manifest(**manifest_fields, prompts_sha256="0" * 64)
+    except ValidationError as exc:
+        raise InvalidInputError(f"invalid dataset metadata: {_format_validation(exc)}") from exc
+
+
 def write_dataset(folder: Path, manifest_fields: dict[str, str], prompts: list[Prompt]) -> Dataset:
     """Write prompts and a manifest carrying their checksum, atomically: a failed write leaves no folder."""
     folder = Path(folder)
+    check_manifest_fields(manifest_fields)
     if folder.exists():
         raise InvalidInputError("output folder already exists; choose another or remove it", path=folder)
     staging = folder.with_name(f".{folder.name}.partial")

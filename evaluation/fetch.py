@@ -83,16 +83,20 @@ def fetch_dataset(name: str, *, mirror: str | None = None, force: bool = False) 
     """Download, verify and import a public dataset into the user's dataset folder."""
     manifest = read_fetch_manifest(name)
     out = get_settings().user_datasets / name
-    if out.exists():
-        if not force:
-            return load_dataset_dir(out)
-        shutil.rmtree(out)
-    with tempfile.TemporaryDirectory() as scratch:
+    if out.exists() and not force:
+        return load_dataset_dir(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=f".{name}.fetch-") as scratch:
         prompts = download(manifest.prompts, Path(scratch, "prompts.txt"), mirror=mirror)
         references = [
             download(remote, Path(scratch, f"references-{i}.txt"), mirror=mirror)
             for i, remote in enumerate(manifest.references)
         ]
         fields = manifest.model_dump(include={"name", "version", "description", "source", "license", "citation"})
-        out.parent.mkdir(parents=True, exist_ok=True)
-        return import_text(out=out, prompts_path=prompts, reference_paths=references, manifest_fields=fields)
+        staged = Path(scratch, "dataset")
+        import_text(out=staged, prompts_path=prompts, reference_paths=references, manifest_fields=fields)
+        # Only a complete, verified download replaces what was installed.
+        if out.exists():
+            shutil.rmtree(out)
+        staged.rename(out)
+    return load_dataset_dir(out)

@@ -41,6 +41,9 @@ def import_text(
     for index, line in enumerate(prompt_lines):
         if not line.strip():
             raise InvalidInputError("empty prompt", path=prompts_path, line=index + 1)
+        turns = _turns(line, turn_separator)
+        if any(not turn.content.strip() for turn in turns):
+            raise InvalidInputError("empty turn in prompt", path=prompts_path, line=index + 1)
         references = tuple(column[index] for column in reference_columns)
-        prompts.append(Prompt(id=str(index), context=_turns(line, turn_separator), references=references))
+        prompts.append(Prompt(id=str(index), context=turns, references=references))
     return write_dataset(out, manifest_fields, prompts)

@@ -43,7 +43,10 @@ def ncm_dataset(shared_data: Path, tmp_path: Path):
     return import_text(
         out=tmp_path / "ncm",
         prompts_path=shared_data / "prompts" / "ncm.txt",
-        reference_paths=[shared_data / "references" / "ncm_human_1.txt", shared_data / "references" / "ncm_human_2.txt"],
+        reference_paths=[
+            shared_data / "references" / "ncm_human_1.txt",
+            shared_data / "references" / "ncm_human_2.txt",
+        ],
         manifest_fields=dict(name="ncm", version="test", description="", source="", license="", citation=""),
     )
 

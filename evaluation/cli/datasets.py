@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from evaluation.cli.console import out
-from evaluation.dataset import installed_dataset_dirs, load_dataset, load_dataset_dir, reseal
+from evaluation.dataset import check_manifest_fields, installed_dataset_dirs, load_dataset, load_dataset_dir, reseal
 from evaluation.errors import EvaluationError
 from evaluation.fetch import fetch_dataset, fetchable
 from evaluation.settings import get_settings
@@ -73,11 +73,12 @@ def import_text_command(
     ] = None,
 ) -> None:
     """Build a dataset folder (manifest + checksummed prompts.jsonl) from ChatEval-style text files."""
-    target = out_dir or get_settings().user_datasets / name
-    target.parent.mkdir(parents=True, exist_ok=True)
     fields = dict(
         name=name, version=version, description=description, source=source, license=license, citation=citation
     )
+    check_manifest_fields(fields)  # before anything is written
+    target = out_dir or get_settings().user_datasets / name
+    target.parent.mkdir(parents=True, exist_ok=True)
     data = import_text(
         out=target,
         prompts_path=prompts,
