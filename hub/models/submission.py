@@ -1,0 +1,40 @@
+"""A system's response file for one dataset, and where it is in the review/evaluation lifecycle."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from sqlalchemy import JSON, Column
+from sqlmodel import Field, SQLModel
+
+from hub.models.common import utcnow
+
+
+class SubmissionStatus(StrEnum):
+    submitted = "submitted"
+    approved = "approved"
+    rejected = "rejected"
+    evaluating = "evaluating"
+    evaluated = "evaluated"
+    human_evaluation = "human_evaluation"
+    complete = "complete"
+    failed = "failed"
+
+
+class Submission(SQLModel, table=True):
+    id: int | None = Field(default=None, primary_key=True)
+    system_id: int = Field(foreign_key="system.id", index=True)
+    dataset_name: str = Field(index=True, max_length=120)
+    dataset_fingerprint: str = Field(max_length=200)
+    responses_sha256: str = Field(max_length=64, index=True)
+    responses_format: str = Field(default="text", max_length=10)
+    loglik_sha256: str | None = Field(default=None, max_length=64)
+    baseline_ids: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    status: SubmissionStatus = Field(default=SubmissionStatus.submitted, index=True)
+    review_reason: str | None = Field(default=None, max_length=5_000)
+    error: str | None = Field(default=None, max_length=10_000)
+    progress: float = 0.0
+    heartbeat_at: datetime | None = Field(default=None, description="Last sign of life of the evaluating worker.")
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)

@@ -1,0 +1,38 @@
+"""The hub's settings: one class, read once from `HUB_*` environment variables (see .env.example)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_DATA = Path.home() / ".local" / "share" / "chateval-hub"
+
+
+class HubSettings(BaseSettings):
+    """Safe development defaults: one machine, zero services (SQLite, local files, SQLite job queue)."""
+
+    model_config = SettingsConfigDict(env_prefix="HUB_", extra="ignore")
+
+    data_dir: Path = Field(default=DEFAULT_DATA, description="Folder for the default database, files and queue.")
+    database_url: str = Field(default="", description="SQLAlchemy URL; default: SQLite file in data_dir.")
+    storage_url: str = Field(default="", description="file:///path or s3://bucket/prefix; default: data_dir/files.")
+    s3_endpoint_url: str | None = Field(default=None, description="S3-compatible endpoint (e.g. a local server).")
+    queue_url: str = Field(default="", description="redis://host:port/db, or empty for a SQLite queue in data_dir.")
+    secret_key: str = Field(default="dev-only-change-me", description="Signs session cookies and CSRF tokens.")
+    max_upload_bytes: int = Field(default=100 * 1024 * 1024, description="Largest accepted uploaded file.")
+
+    @property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{self.data_dir / 'hub.db'}"
+
+    @property
+    def resolved_storage_url(self) -> str:
+        return self.storage_url or (self.data_dir / "files").resolve().as_uri()
+
+
+@lru_cache
+def get_settings() -> HubSettings:
+    return HubSettings()

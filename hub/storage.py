@@ -1,0 +1,106 @@
+"""Content-addressed file storage (key = sha256 of the bytes): a local folder or an S3 bucket, same API."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import urllib.parse
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+from hub.settings import get_settings
+
+
+class Storage(Protocol):
+    def put(self, data: bytes) -> str:
+        """Store bytes; return their sha256. Storing the same bytes twice keeps one copy."""
+
+    def get(self, sha256: str) -> bytes: ...
+
+    def exists(self, sha256: str) -> bool: ...
+
+
+def object_name(sha256: str) -> str:
+    if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
+        raise ValueError(f"not a sha256 hex digest: {sha256!r}")
+    return f"sha256/{sha256[:2]}/{sha256}"
+
+
+class LocalStorage:
+    def __init__(self, root: Path):
+        self.root = root
+
+    def path(self, sha256: str) -> Path:
+        return self.root / object_name(sha256)
+
+    def put(self, data: bytes) -> str:
+        sha256 = hashlib.sha256(data).hexdigest()
+        target = self.path(sha256)
+        if target.exists():
+            return sha256
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Write beside the target and rename: a crash never leaves a half-written object under its name.
+        with tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, target)
+        return sha256
+
+    def get(self, sha256: str) -> bytes:
+        return self.path(sha256).read_bytes()
+
+    def exists(self, sha256: str) -> bool:
+        return self.path(sha256).is_file()
+
+
+class S3Storage:
+    def __init__(self, bucket: str, prefix: str, client):
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self.client = client
+
+    def key(self, sha256: str) -> str:
+        return f"{self.prefix}/{object_name(sha256)}" if self.prefix else object_name(sha256)
+
+    def put(self, data: bytes) -> str:
+        sha256 = hashlib.sha256(data).hexdigest()
+        if not self.exists(sha256):
+            self.client.put_object(Bucket=self.bucket, Key=self.key(sha256), Body=data)
+        return sha256
+
+    def get(self, sha256: str) -> bytes:
+        return self.client.get_object(Bucket=self.bucket, Key=self.key(sha256))["Body"].read()
+
+    def exists(self, sha256: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=self.key(sha256))
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+        return True
+
+
+def storage_from_url(url: str, *, s3_endpoint_url: str | None = None) -> Storage:
+    parsed = urllib.parse.urlparse(url)
+    if parsed.scheme == "file":
+        return LocalStorage(Path(urllib.parse.unquote(parsed.path)))
+    if parsed.scheme == "s3":
+        import boto3
+        from botocore.config import Config
+
+        # Standard retry mode retries throttling and transient errors with backoff.
+        client = boto3.client("s3", endpoint_url=s3_endpoint_url, config=Config(retries={"mode": "standard"}))
+        return S3Storage(parsed.netloc, parsed.path, client)
+    raise ValueError(f"HUB_STORAGE_URL must be file:///path or s3://bucket/prefix, not {url!r}")
+
+
+@lru_cache
+def get_storage() -> Storage:
+    settings = get_settings()
+    return storage_from_url(settings.resolved_storage_url, s3_endpoint_url=settings.s3_endpoint_url)
