@@ -61,8 +61,8 @@ def test_score_signature_is_unique_per_submission(tmp_path):
         connection.execute(
             sa.text(
                 "INSERT INTO submission (system_id, dataset_name, dataset_fingerprint, responses_sha256,"
-                " responses_format, baseline_ids, status, progress, created_at, updated_at) VALUES (1, 'd', 'd@1', 'x', 'text', '[]',"
-                " 'submitted', 0, '2026-01-01', '2026-01-01')"
+                " responses_format, baseline_ids, status, progress, created_at, updated_at)"
+                " VALUES (1, 'd', 'd@1', 'x', 'text', '[]', 'submitted', 0, '2026-01-01', '2026-01-01')"
             )
         )
     insert = sa.text(
