@@ -4,7 +4,7 @@ from alembic import context
 from sqlmodel import SQLModel
 
 import hub.models  # noqa: F401  (registers every table on SQLModel.metadata)
-from hub.db import make_engine
+from hub.db import get_engine, make_engine
 from hub.settings import get_settings
 
 config = context.config
@@ -26,7 +26,9 @@ def run_migrations_online() -> None:
     if connection is not None:
         _run(connection)
         return
-    with make_engine(database_url()).connect() as connection:
+    url = config.attributes.get("database_url")
+    engine = make_engine(url) if url else get_engine()  # get_engine also creates the default data folder
+    with engine.connect() as connection:
         _run(connection)
 
 

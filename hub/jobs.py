@@ -1,0 +1,71 @@
+"""Background jobs through Huey: a SQLite queue on one machine, Redis for many; the same tasks either way."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from huey import Huey, RedisHuey, SqliteHuey, crontab
+from huey.consumer import Consumer
+
+from hub.db import get_engine
+from hub.settings import HubSettings, get_settings
+from hub.storage import get_storage
+
+
+def make_huey(settings: HubSettings) -> Huey:
+    if settings.queue_url.startswith("redis://"):
+        return RedisHuey("chateval-hub", url=settings.queue_url)
+    if settings.queue_url:
+        raise ValueError(f"HUB_QUEUE_URL must be redis://... or empty, not {settings.queue_url!r}")
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return SqliteHuey("chateval-hub", filename=str(settings.data_dir / "queue.db"))
+
+
+def evaluate_submission(submission_id: int) -> str | None:
+    from hub.services.evaluation import EvaluationRun
+
+    status = EvaluationRun(get_engine(), get_storage(), submission_id).run()
+    return status.value if status else None
+
+
+def requeue_stalled() -> list[int]:
+    from hub.services.evaluation import stalled_submissions
+
+    stalled = stalled_submissions(get_engine())
+    for submission_id in stalled:
+        tasks()["evaluate_submission"](submission_id)
+    return stalled
+
+
+@lru_cache
+def get_huey() -> Huey:
+    return make_huey(get_settings())
+
+
+@lru_cache
+def tasks() -> dict:
+    """The queue's tasks, registered once on the configured Huey instance."""
+    huey = get_huey()
+    return {
+        "evaluate_submission": huey.task(retries=2, retry_delay=10, name="evaluate_submission")(evaluate_submission),
+        "requeue_stalled": huey.periodic_task(crontab(minute="*"), name="requeue_stalled")(requeue_stalled),
+    }
+
+
+def enqueue_evaluation(submission_id: int) -> None:
+    tasks()["evaluate_submission"](submission_id)
+
+
+class EmbeddedConsumer(Consumer):
+    """Worker threads inside another program (`chateval serve`, tests): leaves its signal handlers alone."""
+
+    def _set_signal_handlers(self) -> None:
+        pass
+
+
+def start_embedded_consumer(workers: int = 1, *, periodic: bool = True) -> EmbeddedConsumer:
+    """Start consuming the queue in background threads; call `.stop(graceful=True)` to finish."""
+    tasks()  # register the tasks before the consumer looks them up
+    consumer = EmbeddedConsumer(get_huey(), workers=workers, periodic=periodic, initial_delay=0.05, max_delay=1.0)
+    consumer.start()
+    return consumer
