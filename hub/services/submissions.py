@@ -1,0 +1,170 @@
+"""Submitting a system's response files: validate every file with the toolkit first, store, then record."""
+
+from __future__ import annotations
+
+import hashlib
+import urllib.parse
+from dataclasses import dataclass, field
+
+from sqlmodel import Session, select
+
+from evaluation.dataset import load_dataset
+from evaluation.errors import EvaluationError
+from evaluation.loglik import parse_loglik
+from evaluation.responses import detect_format, parse_responses
+from hub.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, UnprocessableInput
+from hub.models import Submission, SubmissionStatus, System, User
+from hub.settings import get_settings
+from hub.storage import Storage
+
+# A submission in one of these states no longer blocks submitting the same file again.
+FINISHED_UNSUCCESSFULLY = {SubmissionStatus.rejected, SubmissionStatus.failed}
+
+
+@dataclass(frozen=True)
+class UploadedFile:
+    filename: str
+    data: bytes
+
+
+@dataclass
+class SystemForm:
+    name: str
+    description: str = ""
+    paper_url: str | None = None
+    code_url: str | None = None
+    weights_url: str | None = None
+    is_public: bool = False
+    baseline_ids: list[int] = field(default_factory=list)
+
+
+def _check_url(name: str, value: str | None) -> str | None:
+    if not value:
+        return None
+    parsed = urllib.parse.urlparse(value.strip())
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise BadRequest(f"{name} must be an http:// or https:// address", field=name)
+    return value.strip()
+
+
+def _check_form(session: Session, form: SystemForm) -> None:
+    form.name = form.name.strip()
+    if not form.name or len(form.name) > 120:
+        raise BadRequest("system name must be 1 to 120 characters", field="name")
+    if len(form.description) > 10_000:
+        raise BadRequest("description must be at most 10,000 characters", field="description")
+    for name in ("paper_url", "code_url", "weights_url"):
+        setattr(form, name, _check_url(name, getattr(form, name)))
+    for baseline_id in form.baseline_ids:
+        system = session.get(System, baseline_id)
+        if system is None or not system.is_baseline:
+            raise BadRequest(f"baseline {baseline_id} does not exist", field="baselines")
+
+
+def _validated(upload: UploadedFile, field_name: str, parse, **options) -> None:
+    """Run a toolkit parser on an uploaded file, turning its error into a 422 that names the form field."""
+    if len(upload.data) > get_settings().max_upload_bytes:
+        raise PayloadTooLarge(
+            f"{upload.filename} is {len(upload.data):,} bytes; the limit is {get_settings().max_upload_bytes:,}",
+            field=field_name,
+        )
+    try:
+        parse(upload.data, name=upload.filename, **options)
+    except EvaluationError as exc:  # the toolkit's own precise message: file, line, expected vs found
+        raise UnprocessableInput(exc.describe(), field=field_name) from exc
+
+
+def create_submissions(
+    session: Session,
+    storage: Storage,
+    *,
+    owner: User,
+    form: SystemForm,
+    responses: dict[str, UploadedFile],
+    logliks: dict[str, UploadedFile] | None = None,
+) -> list[Submission]:
+    """One system and one submission per dataset. Every file is validated before anything is stored."""
+    logliks = logliks or {}
+    if not responses:
+        raise BadRequest("upload at least one response file", field="responses")
+    _check_form(session, form)
+    checked = []
+    for dataset_name, upload in sorted(responses.items()):
+        try:
+            dataset = load_dataset(dataset_name)
+        except EvaluationError as exc:
+            raise BadRequest(f"unknown dataset {dataset_name!r}", field=f"responses[{dataset_name}]") from exc
+        fmt = detect_format(upload.filename, "auto")
+        _validated(upload, f"responses[{dataset_name}]", parse_responses, dataset=dataset, fmt=fmt)
+        loglik = logliks.get(dataset_name)
+        if loglik is not None:
+            _validated(loglik, f"loglik[{dataset_name}]", parse_loglik, dataset=dataset)
+        checked.append((dataset, upload, fmt, loglik))
+    unknown_logliks = sorted(set(logliks) - set(responses))
+    if unknown_logliks:
+        raise BadRequest(f"log-likelihood file for {unknown_logliks[0]!r} has no response file", field="loglik")
+
+    for dataset, upload, _, _ in checked:
+        _refuse_duplicate(session, owner, dataset.name, upload)
+    system = System(
+        name=form.name,
+        description=form.description,
+        paper_url=form.paper_url,
+        code_url=form.code_url,
+        weights_url=form.weights_url,
+        owner_id=owner.id,
+        is_public=form.is_public,
+    )
+    session.add(system)
+    session.flush()
+    submissions = []
+    for dataset, upload, fmt, loglik in checked:
+        submission = Submission(
+            system_id=system.id,
+            dataset_name=dataset.name,
+            dataset_fingerprint=dataset.fingerprint,
+            responses_sha256=storage.put(upload.data),
+            responses_format=fmt,
+            loglik_sha256=storage.put(loglik.data) if loglik else None,
+            baseline_ids=list(form.baseline_ids),
+        )
+        session.add(submission)
+        submissions.append(submission)
+    session.commit()
+    for submission in submissions:
+        session.refresh(submission)
+    return submissions
+
+
+def _refuse_duplicate(session: Session, owner: User, dataset_name: str, upload: UploadedFile) -> None:
+    sha256 = hashlib.sha256(upload.data).hexdigest()
+    query = (
+        select(Submission)
+        .join(System, System.id == Submission.system_id)
+        .where(
+            System.owner_id == owner.id, Submission.dataset_name == dataset_name, Submission.responses_sha256 == sha256
+        )
+    )
+    for earlier in session.exec(query):
+        if earlier.status not in FINISHED_UNSUCCESSFULLY:
+            raise Conflict(
+                f"{upload.filename} was already submitted for {dataset_name} as submission #{earlier.id}",
+                field=f"responses[{dataset_name}]",
+            )
+
+
+def can_view(submission: Submission, system: System, viewer: User | None) -> bool:
+    """Private and not-yet-approved submissions are for their owner and admins only."""
+    if viewer is not None and (viewer.is_admin or viewer.id == system.owner_id):
+        return True
+    published = submission.status not in (SubmissionStatus.submitted, SubmissionStatus.rejected)
+    return published and (system.is_public or system.is_baseline)
+
+
+def get_visible(session: Session, submission_id: int, viewer: User | None) -> tuple[Submission, System]:
+    """The submission if the viewer may see it; otherwise 404 exactly as for an id that does not exist."""
+    submission = session.get(Submission, submission_id)
+    system = session.get(System, submission.system_id) if submission else None
+    if submission is None or system is None or not can_view(submission, system, viewer):
+        raise NotFound(f"no submission #{submission_id}")
+    return submission, system
