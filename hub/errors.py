@@ -1,0 +1,42 @@
+"""Typed hub errors: each carries the HTTP status and a message safe to show the user; one handler renders them."""
+
+from __future__ import annotations
+
+
+class HubError(Exception):
+    """Base class of every error the hub raises on purpose. `field` names the offending form field or file."""
+
+    status_code = 500
+
+    def __init__(self, message: str, *, field: str | None = None):
+        self.message = message
+        self.field = field
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+class BadRequest(HubError):
+    status_code = 400
+
+
+class Unauthorized(HubError):
+    status_code = 401
+
+
+class Forbidden(HubError):
+    status_code = 403
+
+
+class NotFound(HubError):
+    status_code = 404
+
+
+class Conflict(HubError):
+    status_code = 409
+
+
+class PayloadTooLarge(HubError):
+    status_code = 413
+
+
+class UnprocessableInput(HubError):
+    status_code = 422

@@ -1,0 +1,42 @@
+"""Builds the FastAPI application: middleware, error handling, routes and the embedded job consumer."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from starlette.middleware.sessions import SessionMiddleware
+
+from hub.errors import HubError
+from hub.migrate import upgrade
+from hub.settings import get_settings
+from hub.web.routes import api_submissions
+
+
+def create_app(*, embedded_worker: bool = False) -> FastAPI:
+    """`embedded_worker`: consume the job queue inside this process (the one-machine default of `serve`)."""
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        upgrade()
+        consumer = None
+        if embedded_worker:
+            from hub.jobs import start_embedded_consumer
+
+            consumer = start_embedded_consumer()
+        yield
+        if consumer is not None:
+            consumer.stop(graceful=True)
+
+    app = FastAPI(title="ChatEval Hub", version="0.1.0", lifespan=lifespan)
+    settings = get_settings()
+    app.add_middleware(SessionMiddleware, secret_key=settings.secret_key, same_site="lax", https_only=False)
+
+    @app.exception_handler(HubError)
+    async def hub_error(_request: Request, exc: HubError) -> JSONResponse:
+        return JSONResponse({"error": exc.message, "field": exc.field}, status_code=exc.status_code)
+
+    app.include_router(api_submissions.router)
+    return app

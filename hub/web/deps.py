@@ -1,0 +1,40 @@
+"""Request dependencies as `Annotated` aliases: the database session and who is asking."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlmodel import Session
+
+from hub.db import get_session
+from hub.errors import Unauthorized
+from hub.models import User
+from hub.services.accounts import user_for_token
+
+SessionDep = Annotated[Session, Depends(get_session)]
+
+
+def _bearer_token(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def optional_user(request: Request, session: SessionDep) -> User | None:
+    """The caller: an API token (Authorization: Bearer ...) or the logged-in browser session, else None."""
+    token = _bearer_token(request)
+    if token is not None:
+        return user_for_token(session, token)
+    user_id = request.session.get("user_id") if "session" in request.scope else None
+    return session.get(User, user_id) if user_id else None
+
+
+def required_user(user: Annotated[User | None, Depends(optional_user)]) -> User:
+    if user is None:
+        raise Unauthorized("log in or send an API token (Authorization: Bearer ceh_...)")
+    return user
+
+
+ViewerDep = Annotated[User | None, Depends(optional_user)]
+UserDep = Annotated[User, Depends(required_user)]

@@ -1,0 +1,1 @@
+"""Routes: parse input, call one service, render."""
