@@ -12,7 +12,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from hub.errors import HubError
 from hub.migrate import upgrade
 from hub.settings import get_settings
-from hub.web.routes import api_submissions
+from hub.web.routes import api_admin, api_submissions
 
 
 def create_app(*, embedded_worker: bool = False) -> FastAPI:
@@ -39,4 +39,5 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
         return JSONResponse({"error": exc.message, "field": exc.field}, status_code=exc.status_code)
 
     app.include_router(api_submissions.router)
+    app.include_router(api_admin.router)
     return app

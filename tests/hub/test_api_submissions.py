@@ -6,51 +6,16 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from evaluation.dataset import load_dataset
 from hub.models import Submission, SubmissionStatus
-from hub.services.accounts import create_token, create_user, revoke_token
+from hub.services.accounts import revoke_token
 from hub.web.app import create_app
-
-DATASET = "hub-open-v1"
+from tests.hub.conftest import DATASET, auth, post, responses_file
 
 
 @pytest.fixture
 def client(hub_env):
     with TestClient(create_app()) as client:
         yield client
-
-
-@pytest.fixture
-def people(hub_env):
-    """Tokens of an owner, another researcher and an admin."""
-    with Session(hub_env) as session:
-        tokens = {}
-        for role in ("owner", "other", "admin"):
-            user = create_user(
-                session,
-                email=f"{role}@example.org",
-                password="correct horse battery",
-                display_name=role,
-                is_admin=role == "admin",
-            )
-            tokens[role] = create_token(session, user, name="cli")[1]
-    return tokens
-
-
-def auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
-def responses_file(text_lines: list[str] | None = None) -> bytes:
-    lines = text_lines if text_lines is not None else [p.references[0] for p in load_dataset(DATASET).prompts]
-    return ("\n".join(lines) + "\n").encode()
-
-
-def post(client, token, data=None, content=None, filename="mine.txt"):
-    files = {f"responses[{DATASET}]": (filename, content if content is not None else responses_file(), "text/plain")}
-    return client.post(
-        "/api/submissions", headers=auth(token) if token else {}, data={"name": "My bot", **(data or {})}, files=files
-    )
 
 
 def test_owner_submits_and_follows_status(client, people):

@@ -1,0 +1,79 @@
+"""Admin review: approve (which queues the automatic evaluation), reject with a reason, re-run. Audited."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlmodel import Session, select
+
+from hub.errors import BadRequest, Conflict, Forbidden, NotFound
+from hub.models import Submission, SubmissionStatus, User
+from hub.models.common import utcnow
+from hub.services import audit
+
+Enqueue = Callable[[int], None]
+RERUNNABLE = {SubmissionStatus.failed, SubmissionStatus.evaluated, SubmissionStatus.complete}
+
+
+def _admin_submission(session: Session, admin: User, submission_id: int) -> Submission:
+    if not admin.is_admin:
+        raise Forbidden("only admins can review submissions")
+    submission = session.get(Submission, submission_id)
+    if submission is None:
+        raise NotFound(f"no submission #{submission_id}")
+    return submission
+
+
+def _move(session: Session, admin: User, submission: Submission, status: SubmissionStatus, action: str, **detail):
+    previous = submission.status
+    submission.status, submission.updated_at = status, utcnow()
+    session.add(submission)
+    session.commit()
+    audit.record(
+        session,
+        actor=admin,
+        action=action,
+        target=f"submission #{submission.id}",
+        detail={"from": previous, "to": status, **detail},
+    )
+    session.refresh(submission)
+    return submission
+
+
+def approve(session: Session, admin: User, submission_id: int, *, enqueue: Enqueue) -> Submission:
+    submission = _admin_submission(session, admin, submission_id)
+    if submission.status != SubmissionStatus.submitted:
+        raise Conflict(f"submission #{submission_id} is {submission.status}, not waiting for review")
+    submission.review_reason = None
+    _move(session, admin, submission, SubmissionStatus.approved, "approve")
+    enqueue(submission.id)  # after the commit, so the worker sees the approved state
+    return submission
+
+
+def reject(session: Session, admin: User, submission_id: int, *, reason: str) -> Submission:
+    submission = _admin_submission(session, admin, submission_id)
+    if submission.status != SubmissionStatus.submitted:
+        raise Conflict(f"submission #{submission_id} is {submission.status}, not waiting for review")
+    reason = reason.strip()
+    if not reason:
+        raise BadRequest("give the researcher a reason for the rejection", field="reason")
+    submission.review_reason = reason[:5_000]
+    return _move(session, admin, submission, SubmissionStatus.rejected, "reject", reason=submission.review_reason)
+
+
+def rerun(session: Session, admin: User, submission_id: int, *, enqueue: Enqueue) -> Submission:
+    """Evaluate again (after a failure or a metric version bump); existing scores are kept, new ones added."""
+    submission = _admin_submission(session, admin, submission_id)
+    if submission.status not in RERUNNABLE:
+        raise Conflict(f"submission #{submission_id} is {submission.status}; only failed or evaluated ones re-run")
+    submission.error = None
+    _move(session, admin, submission, SubmissionStatus.approved, "rerun")
+    enqueue(submission.id)
+    return submission
+
+
+def queue(session: Session, admin: User) -> list[Submission]:
+    if not admin.is_admin:
+        raise Forbidden("only admins can see the review queue")
+    query = select(Submission).where(Submission.status == SubmissionStatus.submitted).order_by(Submission.id)
+    return list(session.exec(query))

@@ -1,0 +1,62 @@
+"""JSON API for admins: the review queue, approve / reject / re-run, and the audit log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel
+
+from hub.errors import Forbidden
+from hub.jobs import enqueue_evaluation
+from hub.models import System
+from hub.services import audit, review
+from hub.web.deps import SessionDep, UserDep
+from hub.web.routes.api_submissions import submission_json
+
+router = APIRouter(prefix="/api/admin", tags=["admin"])
+
+
+class Rejection(BaseModel):
+    reason: str
+
+
+def _json(session, submission) -> dict[str, Any]:
+    return submission_json(submission, session.get(System, submission.system_id), [], private=True)
+
+
+@router.get("/queue")
+def review_queue(session: SessionDep, admin: UserDep) -> list[dict[str, Any]]:
+    return [_json(session, s) for s in review.queue(session, admin)]
+
+
+@router.post("/submissions/{submission_id}/approve")
+def approve(submission_id: int, session: SessionDep, admin: UserDep) -> dict[str, Any]:
+    return _json(session, review.approve(session, admin, submission_id, enqueue=enqueue_evaluation))
+
+
+@router.post("/submissions/{submission_id}/reject")
+def reject(submission_id: int, body: Rejection, session: SessionDep, admin: UserDep) -> dict[str, Any]:
+    return _json(session, review.reject(session, admin, submission_id, reason=body.reason))
+
+
+@router.post("/submissions/{submission_id}/rerun")
+def rerun(submission_id: int, session: SessionDep, admin: UserDep) -> dict[str, Any]:
+    return _json(session, review.rerun(session, admin, submission_id, enqueue=enqueue_evaluation))
+
+
+@router.get("/audit")
+def audit_log(session: SessionDep, admin: UserDep) -> list[dict[str, Any]]:
+    if not admin.is_admin:
+        raise Forbidden("only admins can read the audit log")
+    return [
+        {
+            "id": e.id,
+            "actor_id": e.actor_id,
+            "action": e.action,
+            "target": e.target,
+            "detail": e.detail,
+            "created_at": e.created_at.isoformat(),
+        }
+        for e in audit.recent(session)
+    ]
