@@ -68,7 +68,7 @@ class CliResult:
 @pytest.fixture
 def run_cli(capsys):
     """Run `chateval ARGS...` in-process through the real entry point; returns exit code and output."""
-    from evaluation.cli.main import main
+    from hub.cli import main  # the full `chateval`: toolkit commands plus the hub's
 
     def run(*args: str) -> CliResult:
         capsys.readouterr()

@@ -1,0 +1,89 @@
+"""`chateval` with the hub's commands (serve, worker, admin) added to the toolkit's CLI."""
+
+from __future__ import annotations
+
+import getpass
+import sys
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from evaluation.cli.console import err, out
+from evaluation.cli.main import app
+from evaluation.cli.main import main as toolkit_main
+from hub.errors import HubError
+
+admin_app = typer.Typer(help="Hub administration.", no_args_is_help=True)
+app.add_typer(admin_app, name="admin")
+
+
+@app.command("serve")
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.")] = 8000,
+    demo: Annotated[bool, typer.Option(help="Add the shipped baselines as demo systems on start.")] = False,
+    embedded_worker: Annotated[
+        bool, typer.Option(help="Consume the job queue in this process (off when `chateval worker`s run).")
+    ] = True,
+) -> None:
+    """Start the hub (FastAPI with uvicorn): SQLite, local files and an in-process queue by default."""
+    import uvicorn
+
+    from hub.db import get_engine
+    from hub.migrate import upgrade
+    from hub.storage import get_storage
+    from hub.web.app import create_app
+
+    upgrade()
+    if demo:
+        from hub.services.demo import seed_baselines
+
+        created = seed_baselines(get_engine(), get_storage())
+        err.print(f"demo: {len(created)} baseline submission(s) added and scored", highlight=False)
+    uvicorn.run(create_app(embedded_worker=embedded_worker), host=host, port=port)
+
+
+@app.command("worker")
+def worker(workers: Annotated[int, typer.Option(help="Worker threads.")] = 1) -> None:
+    """Consume the job queue (Redis with HUB_QUEUE_URL for many machines); stops on Ctrl-C / SIGTERM."""
+    from hub.jobs import get_huey, tasks
+
+    tasks()
+    get_huey().create_consumer(workers=workers, periodic=True).run()
+
+
+@admin_app.command("create-user")
+def create_user_command(
+    email: Annotated[str, typer.Argument(help="Login email.")],
+    name: Annotated[str, typer.Option("--name", help="Display name.")] = "",
+    admin: Annotated[bool, typer.Option("--admin", help="Give admin rights.")] = False,
+    password_stdin: Annotated[bool, typer.Option(help="Read the password from standard input.")] = False,
+) -> None:
+    """Create an account (admins can only be created here)."""
+    from sqlmodel import Session
+
+    from hub.db import get_engine
+    from hub.migrate import upgrade
+    from hub.services.accounts import create_user
+
+    password = sys.stdin.readline().rstrip("\n") if password_stdin else getpass.getpass("Password: ")
+    upgrade()
+    with Session(get_engine()) as session:
+        user = create_user(
+            session, email=email, password=password, display_name=name or email.split("@")[0], is_admin=admin
+        )
+    out.print(f"created {'admin' if user.is_admin else 'user'} {user.email} (id {user.id})", highlight=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        return toolkit_main(argv)
+    except HubError as exc:
+        where = f"{exc.field}: " if exc.field else ""
+        err.print(f"[red]error:[/] {escape(where + exc.message)}", highlight=False)
+        return 3 if exc.status_code < 500 else 1
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Demo content for a first visit: the shipped baselines as public, evaluated systems. Idempotent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import Engine
+from sqlmodel import Session, select
+
+from evaluation.dataset import load_dataset
+from hub.models import Submission, SubmissionStatus, System
+from hub.services.evaluation import EvaluationRun
+from hub.storage import Storage
+
+BASELINES = Path(__file__).resolve().parent.parent.parent / "baselines"
+DESCRIPTIONS = {
+    "echo": "Answers every prompt with the user's last turn, verbatim (see baselines/README.md).",
+}
+
+
+def seed_baselines(engine: Engine, storage: Storage) -> list[int]:
+    """Create and score a baseline system for each `baselines/DATASET/NAME.txt`; returns new submission ids."""
+    created = []
+    for responses in sorted(BASELINES.glob("*/*.txt")):
+        dataset = load_dataset(responses.parent.name)
+        name = responses.stem
+        loglik = responses.with_name("unigram.loglik.jsonl")
+        with Session(engine) as session:
+            query = select(System).where(System.name == name, System.is_baseline)
+            system = session.exec(query).first()
+            if system is None:
+                system = System(name=name, description=DESCRIPTIONS.get(name, ""), is_baseline=True, is_public=True)
+                session.add(system)
+                session.commit()
+            exists = session.exec(
+                select(Submission).where(Submission.system_id == system.id, Submission.dataset_name == dataset.name)
+            ).first()
+            if exists:
+                continue
+            submission = Submission(
+                system_id=system.id,
+                dataset_name=dataset.name,
+                dataset_fingerprint=dataset.fingerprint,
+                responses_sha256=storage.put(responses.read_bytes()),
+                loglik_sha256=storage.put(loglik.read_bytes()) if loglik.exists() else None,
+                status=SubmissionStatus.approved,
+            )
+            session.add(submission)
+            session.commit()
+            created.append(submission.id)
+        EvaluationRun(engine, storage, submission.id).run()
+    return created
