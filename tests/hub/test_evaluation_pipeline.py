@@ -126,3 +126,36 @@ def test_the_sqlite_job_queue_runs_the_evaluation_in_a_consumer(hub_env, dataset
     finally:
         consumer.stop(graceful=True)
     assert "bleu-2" in scores_of(hub_env, submission_id)
+
+
+def test_the_redis_job_queue_runs_the_same_task(hub_env, dataset, monkeypatch):
+    """Many-machine mode: HUB_QUEUE_URL=redis://... and the same task code."""
+    import redis
+
+    from hub import jobs, settings
+
+    url = "redis://127.0.0.1:6379/15"
+    try:
+        redis.Redis.from_url(url).ping()
+    except redis.exceptions.ConnectionError as exc:
+        pytest.skip(f"Redis not reachable at {url}: {exc}")
+    monkeypatch.setenv("HUB_QUEUE_URL", url)
+    settings.get_settings.cache_clear()
+    jobs.get_huey.cache_clear()
+    jobs.tasks.cache_clear()
+    jobs.get_huey().flush()
+    assert type(jobs.get_huey()).__name__ == "RedisHuey"
+    submission_id = make_submission(hub_env, dataset, [p.references[1] for p in dataset.prompts])
+    jobs.enqueue_evaluation(submission_id)
+    consumer = jobs.start_embedded_consumer(periodic=False)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with Session(hub_env) as session:
+                if session.get(Submission, submission_id).status == SubmissionStatus.evaluated:
+                    break
+            time.sleep(0.1)
+    finally:
+        consumer.stop(graceful=True)
+        jobs.get_huey().flush()
+    assert "distinct-2" in scores_of(hub_env, submission_id)
