@@ -36,6 +36,7 @@ demo:
 test: install-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy evaluation
 	$(BIN)/python -m pytest
 
 lint: install-test

@@ -12,7 +12,7 @@ from evaluation.errors import ConfigurationError
 from evaluation.loglik import LogLikelihoods
 from evaluation.metrics.base import MetricInputs, MetricResult
 from evaluation.metrics.compat import compat_overrides
-from evaluation.metrics.registry import create
+from evaluation.metrics.registry import create, families
 
 DEFAULT_METRICS = ("distinct-1", "distinct-2", "avg-length", "bleu-2", "embedding-average", "perplexity")
 
@@ -73,7 +73,7 @@ def evaluate(
         responses=list(responses), references=dataset.references, prompt_ids=dataset.prompt_ids, loglik=loglik
     )
     report = EvaluationReport(dataset=dataset.fingerprint, prompt_ids=dataset.prompt_ids)
-    for spec in metrics if explicit else DEFAULT_METRICS:
+    for spec in metrics if metrics is not None else default_metric_names():
         metric = create(spec, overrides)
         missing = _missing_input(metric.card.needs, embeddings=embeddings, loglik=loglik)
         if missing and not explicit:
@@ -90,6 +90,12 @@ def evaluate(
         step(1, 1)
         report.outcomes.append(MetricOutcome(metric=metric.name, result=result))
     return report
+
+
+def default_metric_names() -> list[str]:
+    """The built-in defaults plus every registered plugin metric, so plugins run without being named."""
+    plugins = [name for name, cls in families().items() if not cls.__module__.startswith("evaluation.metrics.")]
+    return [*DEFAULT_METRICS, *(name for name in plugins if families()[name].parameter is None)]
 
 
 def _missing_input(needs: Sequence[str], *, embeddings: str | None, loglik: LogLikelihoods | None) -> str | None:

@@ -12,8 +12,10 @@ from evaluation.textfile import decode_lines, read_bytes
 def _turns(line: str, separator: str | None) -> tuple[Turn, ...]:
     parts = [line] if separator is None else [part.strip() for part in line.split(separator)]
     # Roles alternate and the last turn is the user's, whom the evaluated system answers.
-    roles = ["user" if (len(parts) - 1 - i) % 2 == 0 else "assistant" for i in range(len(parts))]
-    return tuple(Turn(role=role, content=part) for role, part in zip(roles, parts, strict=True))
+    last = len(parts) - 1
+    return tuple(
+        Turn(role="user" if (last - i) % 2 == 0 else "assistant", content=part) for i, part in enumerate(parts)
+    )
 
 
 def import_text(

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)  # error lines stay whole, whatever the terminal width
@@ -20,7 +20,7 @@ def metric_progress(enabled: bool) -> Iterator:
         return
     columns = (TextColumn("{task.description:<18}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=err, transient=False) as progress:
-        tasks: dict[str, int] = {}
+        tasks: dict[str, TaskID] = {}
 
         def update(name: str, done: int, total: int) -> None:
             if name not in tasks:
