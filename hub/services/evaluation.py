@@ -8,13 +8,13 @@ from datetime import timedelta
 from sqlalchemy import Engine
 from sqlmodel import Session, select
 
-from evaluation.dataset import load_dataset
 from evaluation.errors import EvaluationError
 from evaluation.evaluate import evaluate
 from evaluation.loglik import parse_loglik
 from evaluation.responses import parse_responses
 from hub.models import Score, Submission, SubmissionStatus
 from hub.models.common import utcnow
+from hub.services.datasets import installed_dataset
 from hub.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ class EvaluationRun:
         return self._save(report)
 
     def _score(self, job: Submission):
-        dataset = load_dataset(job.dataset_name)
+        dataset = installed_dataset(job.dataset_name)
         if dataset.fingerprint != job.dataset_fingerprint:
             raise EvaluationError(
                 f"dataset {job.dataset_name} changed since submission ({job.dataset_fingerprint} -> "

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 
 from sqlmodel import Session, select
 
-from evaluation.dataset import load_dataset
 from evaluation.errors import EvaluationError
 from evaluation.loglik import parse_loglik
 from evaluation.responses import detect_format, parse_responses
 from hub.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, UnprocessableInput
 from hub.models import Submission, SubmissionStatus, System, User
+from hub.services.datasets import installed_dataset
 from hub.settings import get_settings
 from hub.storage import Storage
 
@@ -91,8 +91,8 @@ def create_submissions(
     checked = []
     for dataset_name, upload in sorted(responses.items()):
         try:
-            dataset = load_dataset(dataset_name)
-        except EvaluationError as exc:
+            dataset = installed_dataset(dataset_name)
+        except NotFound as exc:
             raise BadRequest(f"unknown dataset {dataset_name!r}", field=f"responses[{dataset_name}]") from exc
         fmt = detect_format(upload.filename, "auto")
         _validated(upload, f"responses[{dataset_name}]", parse_responses, dataset=dataset, fmt=fmt)

@@ -12,7 +12,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from hub.errors import HubError
 from hub.migrate import upgrade
 from hub.settings import get_settings
-from hub.web.routes import api_admin, api_submissions
+from hub.web.routes import api_admin, api_public, api_submissions
 
 
 def create_app(*, embedded_worker: bool = False) -> FastAPI:
@@ -40,4 +40,5 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
 
     app.include_router(api_submissions.router)
     app.include_router(api_admin.router)
+    app.include_router(api_public.router)
     return app

@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from sqlmodel import select
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from hub.errors import BadRequest
@@ -73,8 +74,9 @@ async def create(request: Request, session: SessionDep, user: UserDep) -> list[d
         is_public=str(form.get("is_public", "")).lower() in ("1", "true", "on", "yes"),
         baseline_ids=baselines,
     )
-    created = create_submissions(
-        session, get_storage(), owner=user, form=system_form, responses=responses, logliks=logliks
+    # Validation of a large file takes a while: off the event loop, so other requests are served meanwhile.
+    created = await run_in_threadpool(
+        create_submissions, session, get_storage(), owner=user, form=system_form, responses=responses, logliks=logliks
     )
     system = session.get(System, created[0].system_id)
     return [submission_json(s, system, [], private=True) for s in created]

@@ -1,0 +1,267 @@
+"""Bulk downloads of all public data (systems, submissions, scores, responses) as streamed JSONL or CSV.
+
+A download is a publication: it holds exactly what an anonymous visitor may see, whoever asks. Public means
+the system is public or a baseline AND the submission is evaluated or later (`evaluated`, `human_evaluation`,
+`complete`), checked with the same `can_view` as every page.
+
+Schema version 1 (sent as the `X-Schema-Version: 1` header of every download):
+
+- JSONL: the first line is `{"schema_version": 1, "kind": KIND, "fields": [...]}`; then one object per row with
+  exactly those fields. Lists and objects stay JSON values.
+- CSV (RFC 4180, UTF-8, written by the csv module): a header row with the field names, then one row per record.
+  Empty cell = null; booleans are `true`/`false`; list and object fields (`baseline_ids`, `per_prompt`,
+  `details`) are JSON strings. Numbers not finite (NaN, infinity) are written as null.
+
+Fields per kind (timestamps are ISO 8601):
+
+- `systems`: id, name, description, paper_url, code_url, weights_url, is_baseline, created_at.
+  One row per system with at least one public submission.
+- `submissions`: id, system_id, system_name, dataset, dataset_fingerprint, status, responses_sha256,
+  responses_format, baseline_ids (list of system ids), created_at.
+- `scores`: id, submission_id, system_id, dataset, dataset_fingerprint, metric, version, signature, corpus,
+  higher_is_better (true, false or null when the metric has no direction), per_prompt (list of numbers or
+  nulls, in the dataset's prompt order), details (object), created_at. Every stored score, old metric versions
+  included; `signature` tells them apart.
+- `responses`: submission_id, system_id, dataset, dataset_fingerprint, prompt_id, response. One row per
+  (submission, prompt). Submissions to a dataset release that is no longer installed are left out, since
+  their lines could not be matched to prompt ids.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, or_
+from sqlmodel import Session, col, select
+
+from evaluation.dataset import Dataset
+from hub.errors import HubError, NotFound
+from hub.models import Score, Submission, System
+from hub.services.leaderboard import RESULT_STATUSES, finite, installed_dataset, read_responses
+from hub.services.submissions import can_view
+from hub.storage import Storage
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+FIELDS: dict[str, tuple[str, ...]] = {
+    "systems": ("id", "name", "description", "paper_url", "code_url", "weights_url", "is_baseline", "created_at"),
+    "submissions": (
+        "id",
+        "system_id",
+        "system_name",
+        "dataset",
+        "dataset_fingerprint",
+        "status",
+        "responses_sha256",
+        "responses_format",
+        "baseline_ids",
+        "created_at",
+    ),
+    "scores": (
+        "id",
+        "submission_id",
+        "system_id",
+        "dataset",
+        "dataset_fingerprint",
+        "metric",
+        "version",
+        "signature",
+        "corpus",
+        "higher_is_better",
+        "per_prompt",
+        "details",
+        "created_at",
+    ),
+    "responses": ("submission_id", "system_id", "dataset", "dataset_fingerprint", "prompt_id", "response"),
+}
+MEDIA_TYPES = {"jsonl": "application/x-ndjson; charset=utf-8", "csv": "text/csv; charset=utf-8"}
+BATCH = 500  # rows fetched from the database and written to the client at a time
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Export:
+    filename: str
+    media_type: str
+    chunks: Iterator[str]
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {
+            "X-Schema-Version": str(SCHEMA_VERSION),
+            "Content-Disposition": f'attachment; filename="{self.filename}"',
+        }
+
+
+def _public(query):
+    """Restrict a query joining Submission and System to public rows (can_view re-checks each one)."""
+    return query.where(
+        col(Submission.status).in_(RESULT_STATUSES), or_(col(System.is_public), col(System.is_baseline))
+    ).execution_options(yield_per=BATCH)
+
+
+def _public_submissions(session: Session, *order) -> Iterator[tuple[Submission, System]]:
+    query = select(Submission, System).join(System, col(System.id) == col(Submission.system_id)).order_by(*order)
+    for submission, system in session.exec(_public(query)):
+        if can_view(submission, system, None):
+            yield submission, system
+
+
+def _systems(session: Session, _storage: Storage) -> Iterator[Row]:
+    last_id = None
+    for _, system in _public_submissions(session, col(Submission.system_id), col(Submission.id)):
+        if system.id == last_id:
+            continue
+        last_id = system.id
+        yield {
+            "id": system.id,
+            "name": system.name,
+            "description": system.description,
+            "paper_url": system.paper_url,
+            "code_url": system.code_url,
+            "weights_url": system.weights_url,
+            "is_baseline": system.is_baseline,
+            "created_at": system.created_at.isoformat(),
+        }
+
+
+def _submissions(session: Session, _storage: Storage) -> Iterator[Row]:
+    for submission, system in _public_submissions(session, col(Submission.id)):
+        yield {
+            "id": submission.id,
+            "system_id": system.id,
+            "system_name": system.name,
+            "dataset": submission.dataset_name,
+            "dataset_fingerprint": submission.dataset_fingerprint,
+            "status": submission.status.value,
+            "responses_sha256": submission.responses_sha256,
+            "responses_format": submission.responses_format,
+            "baseline_ids": list(submission.baseline_ids),
+            "created_at": submission.created_at.isoformat(),
+        }
+
+
+def _scores(session: Session, _storage: Storage) -> Iterator[Row]:
+    query = (
+        select(Score, Submission, System)
+        .join(Submission, col(Submission.id) == col(Score.submission_id))
+        .join(System, col(System.id) == col(Submission.system_id))
+        .order_by(col(Score.id))
+    )
+    for score, submission, system in session.exec(_public(query)):
+        if not can_view(submission, system, None):
+            continue
+        yield {
+            "id": score.id,
+            "submission_id": submission.id,
+            "system_id": system.id,
+            "dataset": submission.dataset_name,
+            "dataset_fingerprint": submission.dataset_fingerprint,
+            "metric": score.metric,
+            "version": score.version,
+            "signature": score.signature,
+            "corpus": finite(score.corpus),
+            "higher_is_better": score.higher_is_better,
+            "per_prompt": [finite(v) for v in score.per_prompt],
+            "details": score.details,
+            "created_at": score.created_at.isoformat(),
+        }
+
+
+def _current_dataset(cache: dict[str, Dataset | None], submission: Submission) -> Dataset | None:
+    """The installed release the submission was made against, or None (not installed, damaged or changed)."""
+    if submission.dataset_name not in cache:
+        try:
+            cache[submission.dataset_name] = installed_dataset(submission.dataset_name)
+        except HubError:
+            cache[submission.dataset_name] = None
+    dataset = cache[submission.dataset_name]
+    return dataset if dataset is not None and dataset.fingerprint == submission.dataset_fingerprint else None
+
+
+def _responses(session: Session, storage: Storage) -> Iterator[Row]:
+    datasets: dict[str, Dataset | None] = {}
+    for submission, system in _public_submissions(session, col(Submission.id)):
+        dataset = _current_dataset(datasets, submission)
+        if dataset is None:
+            log.warning("responses export leaves out submission %s: its dataset release is gone", submission.id)
+            continue
+        try:
+            lines = read_responses(storage, submission, dataset)
+        except HubError:  # logged by read_responses; one damaged file must not cut the download short
+            continue
+        for prompt_id, response in zip(dataset.prompt_ids, lines, strict=True):
+            yield {
+                "submission_id": submission.id,
+                "system_id": system.id,
+                "dataset": dataset.name,
+                "dataset_fingerprint": dataset.fingerprint,
+                "prompt_id": prompt_id,
+                "response": response,
+            }
+
+
+ROWS: dict[str, Callable[[Session, Storage], Iterator[Row]]] = {
+    "systems": _systems,
+    "submissions": _submissions,
+    "scores": _scores,
+    "responses": _responses,
+}
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False)
+    return value
+
+
+def _jsonl(kind: str, rows: Iterator[Row]) -> Iterator[str]:
+    yield json.dumps({"schema_version": SCHEMA_VERSION, "kind": kind, "fields": list(FIELDS[kind])}) + "\n"
+    batch: list[str] = []
+    for row in rows:
+        batch.append(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
+        if len(batch) >= BATCH:
+            yield "".join(batch)
+            batch.clear()
+    yield "".join(batch)
+
+
+def _csv(kind: str, rows: Iterator[Row]) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(FIELDS[kind])
+    for count, row in enumerate(rows, start=1):
+        writer.writerow([_csv_value(row[name]) for name in FIELDS[kind]])
+        if count % BATCH == 0:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()
+
+
+def _rows(engine: Engine, storage: Storage, kind: str) -> Iterator[Row]:
+    """Opens its own session: the rows are produced while the response streams, after the request's has closed."""
+    with Session(engine) as session:
+        yield from ROWS[kind](session, storage)
+
+
+def open_export(engine: Engine, storage: Storage, filename: str) -> Export:
+    """`KIND.FORMAT`, produced lazily: nothing is read until the response starts streaming."""
+    kind, _, fmt = filename.partition(".")
+    if kind not in FIELDS or fmt not in MEDIA_TYPES:
+        raise NotFound(f"no download {filename!r}; choose one of {', '.join(FIELDS)} as .jsonl or .csv")
+    rows = _rows(engine, storage, kind)
+    chunks = _jsonl(kind, rows) if fmt == "jsonl" else _csv(kind, rows)
+    return Export(filename=f"chateval-{kind}.{fmt}", media_type=MEDIA_TYPES[fmt], chunks=chunks)

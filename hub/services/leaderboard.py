@@ -1,0 +1,288 @@
+"""Public read views as JSON-ready view-models: datasets, leaderboards, system profiles and comparisons.
+
+Every view filters submissions through `can_view`, so a viewer sees exactly what the submission API shows them,
+and a system the viewer may not see answers 404 with the same message as one that does not exist.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import defaultdict
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from evaluation.dataset import Dataset, installed_dataset_dirs, load_dataset_dir
+from evaluation.errors import EvaluationError
+from evaluation.responses import parse_responses
+from hub.errors import BadRequest, HubError, NotFound
+from hub.models import Score, Submission, SubmissionStatus, System, User
+from hub.services.datasets import installed_dataset
+from hub.services.submissions import can_view
+from hub.storage import Storage
+
+log = logging.getLogger(__name__)
+
+# Statuses whose automatic scores are final enough to rank and compare.
+RESULT_STATUSES = (SubmissionStatus.evaluated, SubmissionStatus.human_evaluation, SubmissionStatus.complete)
+DEFAULT_SORT = "bleu-2"
+ORDERS = ("asc", "desc")
+# What a leaderboard needs of a score; per-prompt values can be large and are left in the database.
+SCORE_SUMMARY = (
+    Score.id,
+    Score.submission_id,
+    Score.metric,
+    Score.version,
+    Score.signature,
+    Score.corpus,
+    Score.higher_is_better,
+)
+
+
+def finite(value: float | None) -> float | None:
+    """JSON has no NaN or infinity; a score that is not a finite number is shown as missing."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+def dataset_json(dataset: Dataset) -> dict[str, Any]:
+    manifest = dataset.manifest
+    return {
+        "name": manifest.name,
+        "version": manifest.version,
+        "fingerprint": dataset.fingerprint,
+        "prompt_count": len(dataset),
+        "description": manifest.description,
+        "license": manifest.license,
+        "citation": manifest.citation,
+        "source": manifest.source,
+        "prompts_sha256": manifest.prompts_sha256,
+    }
+
+
+def list_datasets() -> list[dict[str, Any]]:
+    """Every installed dataset that loads; a damaged one is logged and left out rather than failing the list."""
+    found = []
+    for name, folder in sorted(installed_dataset_dirs().items()):
+        try:
+            found.append(dataset_json(load_dataset_dir(folder)))
+        except EvaluationError as exc:
+            log.error("installed dataset %s does not load: %s", name, exc.describe())
+    return found
+
+
+def dataset_detail(name: str) -> dict[str, Any]:
+    dataset = installed_dataset(name)
+    prompts = [
+        {"id": p.id, "context": [t.model_dump() for t in p.context], "references": list(p.references)}
+        for p in dataset.prompts
+    ]
+    return {**dataset_json(dataset), "prompts": prompts}
+
+
+def _latest_scores(session: Session, submission_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """Per submission and metric, the most recent score (highest id)."""
+    latest: dict[int, dict[str, Any]] = defaultdict(dict)
+    if not submission_ids:
+        return latest
+    query = select(*SCORE_SUMMARY).where(col(Score.submission_id).in_(submission_ids)).order_by(col(Score.id))
+    for score in session.exec(query):
+        latest[score.submission_id][score.metric] = score
+    return latest
+
+
+def _columns(latest: dict[int, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each metric shown, with the signatures of the values shown and its direction (from its newest score)."""
+    columns: dict[str, dict[str, Any]] = {}
+    newest: dict[str, int] = {}
+    for scores in latest.values():
+        for metric, score in scores.items():
+            column = columns.setdefault(metric, {"metric": metric, "signatures": [], "higher_is_better": None})
+            if score.signature not in column["signatures"]:
+                column["signatures"].append(score.signature)
+            if score.id > newest.get(metric, -1):
+                newest[metric], column["higher_is_better"] = score.id, score.higher_is_better
+    return dict(sorted(columns.items()))
+
+
+def _sorted_rows(rows: list[dict[str, Any]], metric: str, order: str) -> list[dict[str, Any]]:
+    """Rows with a value for `metric` in `order` (ties keep submission order), then rows without one."""
+    present = [r for r in rows if r["scores"].get(metric, {}).get("corpus") is not None]
+    missing = [r for r in rows if r["scores"].get(metric, {}).get("corpus") is None]
+    present.sort(key=lambda r: r["scores"][metric]["corpus"], reverse=order == "desc")
+    return present + missing
+
+
+def leaderboard(
+    session: Session, dataset_name: str, viewer: User | None, *, sort: str | None = None, order: str | None = None
+) -> dict[str, Any]:
+    """One row per visible scored submission of the dataset, with the latest score of each metric."""
+    dataset = installed_dataset(dataset_name)
+    if order is not None and order not in ORDERS:
+        raise BadRequest("order must be asc or desc", field="order")
+    query = (
+        select(Submission, System)
+        .join(System, col(System.id) == col(Submission.system_id))
+        .where(Submission.dataset_name == dataset.name, col(Submission.status).in_(RESULT_STATUSES))
+        .order_by(col(Submission.id))
+    )
+    visible = [(s, system) for s, system in session.exec(query) if can_view(s, system, viewer)]
+    latest = _latest_scores(session, [s.id for s, _ in visible])
+    rows = [
+        {
+            "submission_id": submission.id,
+            "system_id": system.id,
+            "system_name": system.name,
+            "is_baseline": system.is_baseline,
+            "is_public": can_view(submission, system, None),
+            "status": submission.status,
+            "dataset_fingerprint": submission.dataset_fingerprint,
+            "scores": {
+                metric: {"corpus": finite(score.corpus), "signature": score.signature, "version": score.version}
+                for metric, score in sorted(latest[submission.id].items())
+            },
+        }
+        for submission, system in visible
+    ]
+    columns = _columns(latest)
+    sort = sort or DEFAULT_SORT
+    if order is None:
+        order = "desc" if columns.get(sort, {}).get("higher_is_better") is True else "asc"
+    return {
+        "dataset": dataset_json(dataset),
+        "sort": sort,
+        "order": order,
+        "columns": list(columns.values()),
+        "rows": _sorted_rows(rows, sort, order),
+    }
+
+
+def visible_system(session: Session, system_id: int, viewer: User | None) -> tuple[System, list[Submission]]:
+    """The system and its submissions the viewer may see; 404 as for a missing id when it has none to show."""
+    system = session.get(System, system_id)
+    submissions: list[Submission] = []
+    if system is not None:
+        query = select(Submission).where(Submission.system_id == system.id).order_by(col(Submission.id))
+        submissions = [s for s in session.exec(query) if can_view(s, system, viewer)]
+    privileged = system is not None and viewer is not None and (viewer.is_admin or viewer.id == system.owner_id)
+    if system is None or not (submissions or privileged or system.is_baseline):
+        raise NotFound(f"no system #{system_id}")
+    return system, submissions
+
+
+def _score_json(score: Score) -> dict[str, Any]:
+    return {
+        "metric": score.metric,
+        "version": score.version,
+        "signature": score.signature,
+        "corpus": finite(score.corpus),
+        "higher_is_better": score.higher_is_better,
+        "created_at": score.created_at.isoformat(),
+    }
+
+
+def system_profile(session: Session, system_id: int, viewer: User | None) -> dict[str, Any]:
+    """Metadata and every visible submission with all its scores (every metric version). No owner details."""
+    system, submissions = visible_system(session, system_id, viewer)
+    scores: dict[int, list[Score]] = defaultdict(list)
+    if submissions:
+        query = select(Score).where(col(Score.submission_id).in_([s.id for s in submissions])).order_by(col(Score.id))
+        for score in session.exec(query):
+            scores[score.submission_id].append(score)
+    return {
+        "id": system.id,
+        "name": system.name,
+        "description": system.description,
+        "paper_url": system.paper_url,
+        "code_url": system.code_url,
+        "weights_url": system.weights_url,
+        "is_baseline": system.is_baseline,
+        "is_public": system.is_public or system.is_baseline,
+        "created_at": system.created_at.isoformat(),
+        "submissions": [
+            {
+                "id": s.id,
+                "dataset": s.dataset_name,
+                "dataset_fingerprint": s.dataset_fingerprint,
+                "status": s.status,
+                "is_public": can_view(s, system, None),
+                "created_at": s.created_at.isoformat(),
+                "scores": [_score_json(score) for score in scores[s.id]],
+            }
+            for s in submissions
+        ],
+    }
+
+
+def read_responses(storage: Storage, submission: Submission, dataset: Dataset) -> list[str]:
+    """A stored response file, parsed by the toolkit into dataset prompt order."""
+    try:
+        data = storage.get(submission.responses_sha256)
+        return parse_responses(
+            data, dataset=dataset, name=f"submission {submission.id}", fmt=submission.responses_format
+        )  # type: ignore[arg-type]
+    except EvaluationError as exc:  # validated on upload, so this is damage on the server, not user input
+        log.error("responses of submission %s do not parse: %s", submission.id, exc.describe())
+        raise HubError(f"the responses of submission #{submission.id} cannot be read") from exc
+
+
+def _compared(
+    session: Session, storage: Storage, dataset: Dataset, system_id: int, viewer: User | None
+) -> tuple[dict[str, Any], list[str] | None]:
+    system, submissions = visible_system(session, system_id, viewer)
+    scored = [
+        s
+        for s in submissions
+        if s.dataset_name == dataset.name
+        and s.status in RESULT_STATUSES
+        and s.dataset_fingerprint == dataset.fingerprint  # responses to an older release would be misaligned
+    ]
+    chosen = scored[-1] if scored else None
+    header = {
+        "id": system.id,
+        "name": system.name,
+        "is_baseline": system.is_baseline,
+        "is_public": chosen is not None and can_view(chosen, system, None),
+        "submission_id": chosen.id if chosen else None,
+    }
+    return header, read_responses(storage, chosen, dataset) if chosen else None
+
+
+def _matches(needle: str, texts: list[str | None]) -> bool:
+    return any(text is not None and needle in text.casefold() for text in texts)
+
+
+def compare(
+    session: Session,
+    storage: Storage,
+    dataset_name: str,
+    system_ids: list[int],
+    viewer: User | None,
+    *,
+    q: str | None = None,
+) -> dict[str, Any]:
+    """All prompts of a dataset with each chosen system's response (None where it has no scored submission);
+    `q` keeps the prompts whose context or shown responses contain it, ignoring case."""
+    dataset = installed_dataset(dataset_name)
+    compared = [_compared(session, storage, dataset, system_id, viewer) for system_id in system_ids]
+    needle = (q or "").strip().casefold()
+    prompts = []
+    for index, prompt in enumerate(dataset.prompts):
+        responses = [lines[index] if lines is not None else None for _, lines in compared]
+        if needle and not _matches(needle, [t.content for t in prompt.context] + responses):
+            continue
+        prompts.append(
+            {
+                "id": prompt.id,
+                "context": [t.model_dump() for t in prompt.context],
+                "references": list(prompt.references),
+                "responses": responses,
+            }
+        )
+    return {
+        "dataset": dataset_json(dataset),
+        "q": q or None,
+        "systems": [header for header, _ in compared],
+        "matched": len(prompts),
+        "prompts": prompts,
+    }

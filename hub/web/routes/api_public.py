@@ -1,0 +1,76 @@
+"""Public read API, the JSON twin of every page: datasets, leaderboards, systems, comparisons, downloads.
+
+Every route works with and without a token; what a viewer may not see answers 404 like a missing id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import StreamingResponse
+
+from hub.db import get_engine
+from hub.errors import BadRequest
+from hub.services import exports, leaderboard
+from hub.storage import get_storage
+from hub.web.deps import SessionDep, ViewerDep
+
+router = APIRouter(prefix="/api", tags=["public"])
+MAX_COMPARED_SYSTEMS = 20
+
+
+def _system_ids(raw: str | None) -> list[int]:
+    """`1,2,3` -> [1, 2, 3], duplicates dropped, order kept."""
+    ids: list[int] = []
+    for part in (raw or "").split(","):
+        if not part.strip():
+            continue
+        try:
+            system_id = int(part)
+        except ValueError as exc:
+            raise BadRequest("systems must be comma-separated system ids, e.g. systems=1,2", field="systems") from exc
+        if system_id not in ids:
+            ids.append(system_id)
+    if len(ids) > MAX_COMPARED_SYSTEMS:
+        raise BadRequest(f"compare at most {MAX_COMPARED_SYSTEMS} systems at a time", field="systems")
+    return ids
+
+
+@router.get("/datasets")
+def datasets() -> list[dict[str, Any]]:
+    return leaderboard.list_datasets()
+
+
+@router.get("/datasets/{name}")
+def dataset(name: str) -> dict[str, Any]:
+    return leaderboard.dataset_detail(name)
+
+
+@router.get("/leaderboards/{dataset}")
+def dataset_leaderboard(
+    dataset: str, session: SessionDep, viewer: ViewerDep, sort: str | None = None, order: str | None = None
+) -> dict[str, Any]:
+    """`sort`: a metric name (default bleu-2); `order`: asc or desc (default: best first for the metric)."""
+    return leaderboard.leaderboard(session, dataset, viewer, sort=sort, order=order)
+
+
+@router.get("/systems/{system_id}")
+def system(system_id: int, session: SessionDep, viewer: ViewerDep) -> dict[str, Any]:
+    return leaderboard.system_profile(session, system_id, viewer)
+
+
+@router.get("/compare/{dataset}")
+def compare(
+    dataset: str, session: SessionDep, viewer: ViewerDep, systems: str | None = None, q: str | None = None
+) -> dict[str, Any]:
+    """`systems=1,2,3`: the systems side by side; `q`: keep prompts whose context or responses contain it."""
+    system_ids = _system_ids(systems)
+    return leaderboard.compare(session, get_storage(), dataset, system_ids, viewer, q=q)
+
+
+@router.get("/downloads/{filename}")
+def download(filename: str) -> StreamingResponse:
+    """`systems|submissions|scores|responses` `.jsonl|.csv`: all public data, the same for every caller."""
+    export = exports.open_export(get_engine(), get_storage(), filename)
+    return StreamingResponse(export.chunks, media_type=export.media_type, headers=export.headers)
