@@ -7,12 +7,14 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
 from starlette.middleware.sessions import SessionMiddleware
 
 from hub.errors import HubError
 from hub.migrate import upgrade
 from hub.settings import get_settings
 from hub.web.routes import api_admin, api_public, api_submissions
+from hub.web.templating import STATIC, render, wants_html
 
 
 def create_app(*, embedded_worker: bool = False) -> FastAPI:
@@ -34,8 +36,13 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
     settings = get_settings()
     app.add_middleware(SessionMiddleware, secret_key=settings.secret_key, same_site="lax", https_only=False)
 
+    app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+
     @app.exception_handler(HubError)
-    async def hub_error(_request: Request, exc: HubError) -> JSONResponse:
+    async def hub_error(request: Request, exc: HubError):
+        if wants_html(request):
+            context = {"status_code": exc.status_code, "message": exc.message, "field": exc.field}
+            return render(request, "error.html", context, status_code=exc.status_code)
         return JSONResponse({"error": exc.message, "field": exc.field}, status_code=exc.status_code)
 
     app.include_router(api_submissions.router)
