@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -74,6 +75,71 @@ def create_user_command(
             session, email=email, password=password, display_name=name or email.split("@")[0], is_admin=admin
         )
     out.print(f"created {'admin' if user.is_admin else 'user'} {user.email} (id {user.id})", highlight=False)
+
+
+def _pairs(values: list[str] | None, option: str) -> dict[str, Path]:
+    pairs = {}
+    for value in values or []:
+        dataset, sep, path = value.partition("=")
+        if not sep or not dataset or not path:
+            raise typer.BadParameter(f"expected DATASET=FILE, got {value!r}", param_hint=option)
+        pairs[dataset] = Path(path)
+    return pairs
+
+
+@app.command("submit")
+def submit(
+    responses: Annotated[list[str], typer.Option(help="DATASET=FILE, one per dataset (repeatable).")],
+    name: Annotated[str, typer.Option(help="System name.")],
+    token: Annotated[str, typer.Option(envvar="CHATEVAL_TOKEN", help="API token (or CHATEVAL_TOKEN).")],
+    url: Annotated[str, typer.Option(help="Hub address.")] = "http://127.0.0.1:8000",
+    description: Annotated[str, typer.Option()] = "",
+    paper_url: Annotated[str, typer.Option()] = "",
+    code_url: Annotated[str, typer.Option()] = "",
+    weights_url: Annotated[str, typer.Option()] = "",
+    public: Annotated[bool, typer.Option("--public/--private", help="Publish results once approved.")] = False,
+    baseline: Annotated[list[int] | None, typer.Option(help="Baseline system id to compare with (repeatable).")] = None,
+    loglik: Annotated[list[str] | None, typer.Option(help="DATASET=FILE reference log-likelihoods.")] = None,
+) -> None:
+    """Submit response files to a hub through its API (what the web form does)."""
+    import httpx
+
+    files = []
+    for kind, pairs in (("responses", _pairs(responses, "--responses")), ("loglik", _pairs(loglik, "--loglik"))):
+        for dataset, path in pairs.items():
+            if not path.is_file():
+                raise HubError("file not found", field=str(path))
+            files.append((f"{kind}[{dataset}]", (path.name, path.read_bytes(), "application/octet-stream")))
+    data = {
+        "name": name,
+        "description": description,
+        "paper_url": paper_url,
+        "code_url": code_url,
+        "weights_url": weights_url,
+        "is_public": "true" if public else "false",
+        "baselines": [str(b) for b in baseline or []],
+    }
+    try:
+        reply = httpx.post(
+            f"{url.rstrip('/')}/api/submissions",
+            data=data,
+            files=files,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=300,
+        )
+    except httpx.HTTPError as exc:
+        raise HubError(f"could not reach the hub at {url}: {exc}") from exc
+    if reply.status_code >= 400:
+        body = reply.json() if reply.headers.get("content-type", "").startswith("application/json") else {}
+        error = HubError(body.get("error", reply.text[:500]), field=body.get("field"))
+        error.status_code = reply.status_code
+        raise error
+    for submission in reply.json():
+        out.print(
+            f"submission #{submission['id']} ({submission['dataset']}): {submission['status']}  "
+            f"{url.rstrip('/')}/submissions/{submission['id']}",
+            highlight=False,
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -69,3 +69,71 @@ def test_serve_demo_starts_a_hub_with_scored_baselines(tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=20)
+
+
+def start_server(tmp_path, env) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    chateval = Path(sys.executable).with_name("chateval")
+    server = subprocess.Popen(
+        [str(chateval), "serve", "--port", str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/openapi.json", timeout=2).close()
+            return server, url
+        except OSError:
+            time.sleep(0.3)
+    server.terminate()
+    raise AssertionError("server did not start")
+
+
+def test_submit_command_uploads_through_the_api(hub_env, people, run_cli, tmp_path):
+    from hub.settings import get_settings
+
+    env = {**os.environ, "HUB_DATA_DIR": str(get_settings().data_dir)}
+    server, url = start_server(tmp_path, env)
+    try:
+        from evaluation.dataset import load_dataset
+
+        good = tmp_path / "mine.txt"
+        good.write_text("\n".join(p.references[0] for p in load_dataset("hub-open-v1").prompts) + "\n")
+        ok = run_cli(
+            "submit",
+            "--url",
+            url,
+            "--token",
+            people["owner"],
+            "--name",
+            "cli bot",
+            "--responses",
+            f"hub-open-v1={good}",
+            "--public",
+        )
+        assert ok.exit_code == 0, ok.stderr
+        assert "(hub-open-v1): submitted" in ok.stdout and "/submissions/" in ok.stdout
+
+        bad = tmp_path / "bad.txt"
+        bad.write_text("just one line\n")
+        refused = run_cli(
+            "submit",
+            "--url",
+            url,
+            "--token",
+            people["owner"],
+            "--name",
+            "cli bot 2",
+            "--responses",
+            f"hub-open-v1={bad}",
+        )
+        assert refused.exit_code == 3
+        assert "responses[hub-open-v1]: bad.txt: expected 120 lines" in refused.stderr
+
+        wrong_token = run_cli(
+            "submit", "--url", url, "--token", "ceh_nope", "--name", "x", "--responses", f"hub-open-v1={good}"
+        )
+        assert wrong_token.exit_code == 3 and "invalid or revoked API token" in wrong_token.stderr
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
