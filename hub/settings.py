@@ -22,6 +22,7 @@ class HubSettings(BaseSettings):
     s3_endpoint_url: str | None = Field(default=None, description="S3-compatible endpoint (e.g. a local server).")
     queue_url: str = Field(default="", description="redis://host:port/db, or empty for a SQLite queue in data_dir.")
     secret_key: str = Field(default="dev-only-change-me", description="Signs session cookies and CSRF tokens.")
+    secure_cookies: bool = Field(default=False, description="Send the session cookie over HTTPS only (production).")
     max_upload_bytes: int = Field(default=100 * 1024 * 1024, description="Largest accepted uploaded file.")
 
     @property

@@ -13,7 +13,9 @@ from starlette.middleware.sessions import SessionMiddleware
 from hub.errors import HubError
 from hub.migrate import upgrade
 from hub.settings import get_settings
-from hub.web.routes import api_admin, api_public, api_submissions
+from hub.web.csrf import ApiCsrfMiddleware
+from hub.web.deps import session_viewer
+from hub.web.routes import api_admin, api_public, api_submissions, pages_account, pages_admin, pages_public
 from hub.web.templating import STATIC, render, wants_html
 
 
@@ -34,18 +36,29 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
 
     app = FastAPI(title="ChatEval Hub", version="0.1.0", lifespan=lifespan)
     settings = get_settings()
-    app.add_middleware(SessionMiddleware, secret_key=settings.secret_key, same_site="lax", https_only=False)
+    app.add_middleware(ApiCsrfMiddleware)  # before SessionMiddleware, so it runs inside it and sees the session
+    app.add_middleware(
+        SessionMiddleware, secret_key=settings.secret_key, same_site="lax", https_only=settings.secure_cookies
+    )
 
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
 
     @app.exception_handler(HubError)
     async def hub_error(request: Request, exc: HubError):
         if wants_html(request):
-            context = {"status_code": exc.status_code, "message": exc.message, "field": exc.field}
+            context = {
+                "status_code": exc.status_code,
+                "message": exc.message,
+                "field": exc.field,
+                "viewer": session_viewer(request),
+            }
             return render(request, "error.html", context, status_code=exc.status_code)
         return JSONResponse({"error": exc.message, "field": exc.field}, status_code=exc.status_code)
 
     app.include_router(api_submissions.router)
     app.include_router(api_admin.router)
     app.include_router(api_public.router)
+    app.include_router(pages_account.router)
+    app.include_router(pages_admin.router)
+    app.include_router(pages_public.router)
     return app

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from sqlmodel import Session
 
 from hub.db import get_session
@@ -13,6 +13,8 @@ from hub.models import User
 from hub.services.accounts import user_for_token
 
 SessionDep = Annotated[Session, Depends(get_session)]
+DatabaseId = Annotated[int, Path(ge=1, le=2**63 - 1, description="Row id")]
+"""A path id the database can hold: larger numbers are refused with 422 instead of crashing the query."""
 
 
 def _bearer_token(request: Request) -> str | None:
@@ -38,3 +40,14 @@ def required_user(user: Annotated[User | None, Depends(optional_user)]) -> User:
 
 ViewerDep = Annotated[User | None, Depends(optional_user)]
 UserDep = Annotated[User, Depends(required_user)]
+
+
+def session_viewer(request: Request) -> User | None:
+    """The logged-in user of a browser session, for pages rendered outside a route (the error page)."""
+    user_id = request.session.get("user_id") if "session" in request.scope else None
+    if not user_id:
+        return None
+    from hub.db import get_engine
+
+    with Session(get_engine()) as session:
+        return session.get(User, user_id)

@@ -11,7 +11,7 @@ from hub.errors import Forbidden
 from hub.jobs import enqueue_evaluation
 from hub.models import System
 from hub.services import audit, review
-from hub.web.deps import SessionDep, UserDep
+from hub.web.deps import DatabaseId, SessionDep, UserDep
 from hub.web.routes.api_submissions import submission_json
 
 router = APIRouter(prefix="/api/admin", tags=["admin"])
@@ -31,17 +31,17 @@ def review_queue(session: SessionDep, admin: UserDep) -> list[dict[str, Any]]:
 
 
 @router.post("/submissions/{submission_id}/approve")
-def approve(submission_id: int, session: SessionDep, admin: UserDep) -> dict[str, Any]:
+def approve(submission_id: DatabaseId, session: SessionDep, admin: UserDep) -> dict[str, Any]:
     return _json(session, review.approve(session, admin, submission_id, enqueue=enqueue_evaluation))
 
 
 @router.post("/submissions/{submission_id}/reject")
-def reject(submission_id: int, body: Rejection, session: SessionDep, admin: UserDep) -> dict[str, Any]:
+def reject(submission_id: DatabaseId, body: Rejection, session: SessionDep, admin: UserDep) -> dict[str, Any]:
     return _json(session, review.reject(session, admin, submission_id, reason=body.reason))
 
 
 @router.post("/submissions/{submission_id}/rerun")
-def rerun(submission_id: int, session: SessionDep, admin: UserDep) -> dict[str, Any]:
+def rerun(submission_id: DatabaseId, session: SessionDep, admin: UserDep) -> dict[str, Any]:
     return _json(session, review.rerun(session, admin, submission_id, enqueue=enqueue_evaluation))
 
 

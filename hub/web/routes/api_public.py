@@ -14,7 +14,7 @@ from hub.db import get_engine
 from hub.errors import BadRequest
 from hub.services import exports, leaderboard
 from hub.storage import get_storage
-from hub.web.deps import SessionDep, ViewerDep
+from hub.web.deps import DatabaseId, SessionDep, ViewerDep
 
 router = APIRouter(prefix="/api", tags=["public"])
 MAX_COMPARED_SYSTEMS = 20
@@ -56,7 +56,7 @@ def dataset_leaderboard(
 
 
 @router.get("/systems/{system_id}")
-def system(system_id: int, session: SessionDep, viewer: ViewerDep) -> dict[str, Any]:
+def system(system_id: DatabaseId, session: SessionDep, viewer: ViewerDep) -> dict[str, Any]:
     return leaderboard.system_profile(session, system_id, viewer)
 
 

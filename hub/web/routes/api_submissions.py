@@ -14,7 +14,7 @@ from hub.errors import BadRequest
 from hub.models import Score, Submission, System
 from hub.services.submissions import SystemForm, UploadedFile, create_submissions, get_visible
 from hub.storage import get_storage
-from hub.web.deps import SessionDep, UserDep, ViewerDep
+from hub.web.deps import DatabaseId, SessionDep, UserDep, ViewerDep
 
 router = APIRouter(prefix="/api/submissions", tags=["submissions"])
 FILE_FIELD = re.compile(r"^(responses|loglik)\[([a-z0-9][a-z0-9._-]*)\]$")
@@ -47,6 +47,8 @@ async def _read_files(request: Request) -> tuple[dict, dict[str, UploadedFile], 
     logliks: dict[str, UploadedFile] = {}
     for key, value in form.multi_items():
         if not isinstance(value, UploadFile):  # plain form fields are read by the caller
+            continue
+        if not value.filename and not value.size:  # browsers send unused file inputs as empty nameless parts
             continue
         match = FILE_FIELD.match(key)
         if not match:
@@ -83,7 +85,7 @@ async def create(request: Request, session: SessionDep, user: UserDep) -> list[d
 
 
 @router.get("/{submission_id}")
-def show(submission_id: int, session: SessionDep, viewer: ViewerDep) -> dict[str, Any]:
+def show(submission_id: DatabaseId, session: SessionDep, viewer: ViewerDep) -> dict[str, Any]:
     submission, system = get_visible(session, submission_id, viewer)
     scores = list(session.exec(select(Score).where(Score.submission_id == submission.id).order_by(Score.id)))
     private = viewer is not None and (viewer.is_admin or viewer.id == system.owner_id)
