@@ -24,10 +24,12 @@ install: $(INSTALLED)
 
 install-test: $(TEST_INSTALLED)
 
-## The main job (for now): a demo evaluation in the terminal on the shipped dataset and baseline.
-run: install demo
+## The main job: the hub on its embedded default (SQLite, local files, in-process queue) with demo data.
+run: install
+	$(BIN)/chateval serve --demo
 
-demo:
+## A demo evaluation in the terminal with the offline toolkit (no server).
+demo: install
 	$(BIN)/chateval datasets list
 	$(BIN)/chateval evaluate --dataset hub-open-v1 --responses baselines/hub-open-v1/echo.txt \
 		--loglik baselines/hub-open-v1/unigram.loglik.jsonl
