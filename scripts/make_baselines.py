@@ -2,6 +2,9 @@
 
 - echo: answers every prompt with the user's last turn, verbatim. A floor that any system should beat on
   BLEU and embedding similarity, and a sanity check for distinct-n.
+- retrieval: nearest-neighbour retrieval, leave-one-out: finds the most similar *other* prompt of the same set
+  (TF-IDF cosine over its last user turn) and answers with that prompt's first reference. The corpus is the
+  set's own references, which the project ships; a prompt's own references are never used for itself.
 - unigram: an add-one-smoothed unigram language model fitted on the dataset's context turns (never the
   references); writes the natural-log probability of each prompt's first reference and its token count,
   the log-likelihood file the perplexity metric reads.
@@ -16,6 +19,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 from evaluation.dataset import Dataset, load_dataset
 from evaluation.tokenize import tokenize_all
 
@@ -24,6 +29,22 @@ BASELINES = Path(__file__).resolve().parent.parent / "baselines"
 
 def echo_responses(dataset: Dataset) -> list[str]:
     return [" ".join(prompt.context[-1].content.split()) for prompt in dataset.prompts]
+
+
+def retrieval_responses(dataset: Dataset) -> list[str]:
+    queries = tokenize_all([prompt.context[-1].content for prompt in dataset.prompts], "13a", True)
+    vocabulary = {token: i for i, token in enumerate(sorted({t for tokens in queries for t in tokens}))}
+    counts = np.zeros((len(queries), len(vocabulary)))
+    for row, tokens in enumerate(queries):
+        for token in tokens:
+            counts[row, vocabulary[token]] += 1
+    idf = np.log((1 + len(queries)) / (1 + (counts > 0).sum(axis=0))) + 1
+    tfidf = counts * idf
+    tfidf /= np.maximum(np.linalg.norm(tfidf, axis=1, keepdims=True), 1e-12)
+    similarity = tfidf @ tfidf.T
+    np.fill_diagonal(similarity, -np.inf)  # leave one out: never answer with the prompt's own reference
+    nearest = similarity.argmax(axis=1)  # ties: the earliest prompt, so the output is deterministic
+    return [dataset.prompts[j].references[0] for j in nearest]
 
 
 def unigram_loglik(dataset: Dataset) -> list[dict]:
@@ -44,6 +65,7 @@ def main(names: list[str]) -> int:
         folder = BASELINES / dataset.name
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "echo.txt").write_text("\n".join(echo_responses(dataset)) + "\n", encoding="utf-8")
+        (folder / "retrieval.txt").write_text("\n".join(retrieval_responses(dataset)) + "\n", encoding="utf-8")
         with (folder / "unigram.loglik.jsonl").open("w", encoding="utf-8") as handle:
             for record in unigram_loglik(dataset):
                 handle.write(json.dumps(record) + "\n")

@@ -15,13 +15,18 @@ from hub.storage import Storage
 BASELINES = Path(__file__).resolve().parent.parent.parent / "baselines"
 DESCRIPTIONS = {
     "echo": "Answers every prompt with the user's last turn, verbatim (see baselines/README.md).",
+    "retrieval": "Leave-one-out nearest-neighbour retrieval: answers with the reference of the most similar other "
+    "prompt of the set (TF-IDF cosine; see baselines/README.md).",
 }
 
 
-def seed_baselines(engine: Engine, storage: Storage) -> list[int]:
-    """Create and score a baseline system for each `baselines/DATASET/NAME.txt`; returns new submission ids."""
+def seed_baselines(engine: Engine, storage: Storage, *, names: list[str] | None = None) -> list[int]:
+    """Create and score a baseline system for each `baselines/DATASET/NAME.txt` (or only those in `names`);
+    returns the new submission ids."""
     created = []
     for responses in sorted(BASELINES.glob("*/*.txt")):
+        if names is not None and responses.stem not in names:
+            continue
         dataset = load_dataset(responses.parent.name)
         name = responses.stem
         loglik = responses.with_name("unigram.loglik.jsonl")

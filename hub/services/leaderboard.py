@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 # Statuses whose automatic scores are final enough to rank and compare.
 RESULT_STATUSES = (SubmissionStatus.evaluated, SubmissionStatus.human_evaluation, SubmissionStatus.complete)
 DEFAULT_SORT = "bleu-2"
+LATEST_ON_OVERVIEW = 8
 ORDERS = ("asc", "desc")
 # What a leaderboard needs of a score; per-prompt values can be large and are left in the database.
 SCORE_SUMMARY = (
@@ -285,4 +286,20 @@ def compare(
         "systems": [header for header, _ in compared],
         "matched": len(prompts),
         "prompts": prompts,
+    }
+
+
+def overview(session: Session, viewer: User | None) -> dict[str, Any]:
+    """Datasets with their number of ranked entries, the number of systems and the latest evaluated entries,
+    all read through the leaderboards so the viewer sees exactly what those show them."""
+    datasets, entries = [], []
+    for dataset in list_datasets():
+        rows = leaderboard(session, dataset["name"], viewer)["rows"]
+        datasets.append({**dataset, "entries": len(rows), "leaderboard_url": f"/leaderboards/{dataset['name']}"})
+        entries.extend({**row, "dataset": dataset["name"]} for row in rows)
+    entries.sort(key=lambda row: row["submission_id"], reverse=True)
+    return {
+        "datasets": datasets,
+        "system_count": len({row["system_id"] for row in entries}),
+        "latest": entries[:LATEST_ON_OVERVIEW],
     }

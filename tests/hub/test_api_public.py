@@ -97,7 +97,7 @@ def world(tmp_path_factory):
                     is_admin=role == "admin",
                 )
                 tokens[role] = create_token(session, user, name="cli")[1]
-        [baseline] = seed_baselines(engine, get_storage())
+        [baseline] = seed_baselines(engine, get_storage(), names=["echo"])
         lines = _lines()
         with TestClient(create_app(embedded_worker=True)) as client:
             created = {
@@ -405,3 +405,10 @@ def test_download_contents_parse_back(world):
 def test_unknown_download_is_404(world, name):
     response = world.get("anonymous", f"/api/downloads/{name}")
     assert response.status_code == 404 and response.json()["error"].startswith(f"no download {name!r}")
+
+
+def test_overview_json_twin_counts_only_what_the_viewer_may_see(world):
+    anonymous = world.get("anonymous", "/api/overview").json()
+    owner = world.get("owner", "/api/overview").json()
+    assert {d["name"] for d in anonymous["datasets"]} >= {"hub-open-v1"}
+    assert owner["system_count"] > anonymous["system_count"]  # the owner's private evaluated system

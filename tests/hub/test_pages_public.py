@@ -110,7 +110,7 @@ def site(tmp_path_factory):
                     is_admin=role == "admin",
                 )
                 tokens[role] = create_token(session, user, name="cli")[1]
-        [baseline] = seed_baselines(engine, get_storage())
+        [baseline] = seed_baselines(engine, get_storage(), names=["echo"])
         with TestClient(create_app(embedded_worker=True)) as client:
             created = _submissions(client, tokens["owner"])
             for kind in ("public", "private"):
@@ -180,7 +180,7 @@ def test_overview(site):
     assert "<strong>2</strong> systems evaluated" in text  # echo and the public system; never the private one
     latest = _row_system_ids(text)
     assert latest == [site.systems["public"], site.systems["baseline"]]  # newest first
-    assert 'href="/api/datasets"' in text and 'href="/downloads"' in text
+    assert 'href="/api/overview"' in text and 'href="/downloads"' in text
 
 
 def test_datasets_list_and_detail(site):

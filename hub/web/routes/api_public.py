@@ -37,6 +37,12 @@ def _system_ids(raw: str | None) -> list[int]:
     return ids
 
 
+@router.get("/overview")
+def overview(session: SessionDep, viewer: ViewerDep) -> dict[str, Any]:
+    """Datasets with their number of ranked entries, the number of systems and the latest evaluated entries."""
+    return leaderboard.overview(session, viewer)
+
+
 @router.get("/datasets")
 def datasets() -> list[dict[str, Any]]:
     return leaderboard.list_datasets()

@@ -21,7 +21,6 @@ from hub.web.routes.api_public import MAX_COMPARED_SYSTEMS, _system_ids
 from hub.web.templating import render
 
 router = APIRouter(tags=["pages"], include_in_schema=False, default_response_class=HTMLResponse)
-LATEST_ON_OVERVIEW = 8
 SAFE_LINK_SCHEMES = ("http://", "https://")
 
 
@@ -34,25 +33,9 @@ def _url(path: str, **params: Any) -> str:
 # --- overview and datasets --------------------------------------------------------------------------------------
 
 
-def _overview(session: SessionDep, viewer: ViewerDep) -> dict[str, Any]:
-    """Datasets with their number of ranked entries, the number of systems and the latest evaluated entries,
-    all read through the leaderboards so the viewer sees exactly what those show them."""
-    datasets, entries = [], []
-    for dataset in leaderboard.list_datasets():
-        rows = leaderboard.leaderboard(session, dataset["name"], viewer)["rows"]
-        datasets.append({**dataset, "entries": len(rows), "leaderboard_url": f"/leaderboards/{dataset['name']}"})
-        entries.extend({**row, "dataset": dataset["name"]} for row in rows)
-    entries.sort(key=lambda row: row["submission_id"], reverse=True)
-    return {
-        "datasets": datasets,
-        "system_count": len({row["system_id"] for row in entries}),
-        "latest": entries[:LATEST_ON_OVERVIEW],
-    }
-
-
 @router.get("/")
 def overview_page(request: Request, session: SessionDep, viewer: ViewerDep):
-    context = {"viewer": viewer, "page": _overview(session, viewer), "json_url": "/api/datasets"}
+    context = {"viewer": viewer, "page": leaderboard.overview(session, viewer), "json_url": "/api/overview"}
     return render(request, "overview.html", context)
 
 
