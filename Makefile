@@ -31,7 +31,7 @@ run: install
 ## A demo evaluation in the terminal with the offline toolkit (no server).
 demo: install
 	$(BIN)/chateval datasets list
-	$(BIN)/chateval evaluate --dataset hub-open-v1 --responses baselines/hub-open-v1/echo.txt \
+	$(BIN)/chateval evaluate --dataset hub-open-v1 --responses baselines/hub-open-v1/unigram.txt \
 		--loglik baselines/hub-open-v1/unigram.loglik.jsonl
 
 ## Installs what tests need, checks style, runs the whole suite.

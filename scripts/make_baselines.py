@@ -6,8 +6,9 @@
   (TF-IDF cosine over its last user turn) and answers with that prompt's first reference. The corpus is the
   set's own references, which the project ships; a prompt's own references are never used for itself.
 - unigram: an add-one-smoothed unigram language model fitted on the dataset's context turns (never the
-  references); writes the natural-log probability of each prompt's first reference and its token count,
-  the log-likelihood file the perplexity metric reads.
+  references). Its responses are its most probable words (the same short answer to every prompt: a floor for
+  every metric); its log-likelihood file holds the natural-log probability it gives each prompt's first
+  reference and that reference's token count, which the perplexity metric reads.
 Usage: python scripts/make_baselines.py [DATASET ...]   (default: hub-open-v1)
 """
 
@@ -47,9 +48,18 @@ def retrieval_responses(dataset: Dataset) -> list[str]:
     return [dataset.prompts[j].references[0] for j in nearest]
 
 
-def unigram_loglik(dataset: Dataset) -> list[dict]:
+def unigram_counts(dataset: Dataset) -> Counter:
     contexts = [turn.content for prompt in dataset.prompts for turn in prompt.context]
-    counts = Counter(token for tokens in tokenize_all(contexts, "13a", True) for token in tokens)
+    return Counter(token for tokens in tokenize_all(contexts, "13a", True) for token in tokens)
+
+
+def unigram_responses(dataset: Dataset, words: int = 6) -> list[str]:
+    answer = " ".join(word for word, _ in unigram_counts(dataset).most_common(words))
+    return [answer] * len(dataset)
+
+
+def unigram_loglik(dataset: Dataset) -> list[dict]:
+    counts = unigram_counts(dataset)
     total, vocabulary = sum(counts.values()), len(counts) + 1  # +1: one slot for every unseen word
     references = tokenize_all([prompt.references[0] for prompt in dataset.prompts], "13a", True)
     records = []
@@ -65,6 +75,7 @@ def main(names: list[str]) -> int:
         folder = BASELINES / dataset.name
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "echo.txt").write_text("\n".join(echo_responses(dataset)) + "\n", encoding="utf-8")
+        (folder / "unigram.txt").write_text("\n".join(unigram_responses(dataset)) + "\n", encoding="utf-8")
         (folder / "retrieval.txt").write_text("\n".join(retrieval_responses(dataset)) + "\n", encoding="utf-8")
         with (folder / "unigram.loglik.jsonl").open("w", encoding="utf-8") as handle:
             for record in unigram_loglik(dataset):

@@ -15,6 +15,8 @@ from hub.storage import Storage
 BASELINES = Path(__file__).resolve().parent.parent.parent / "baselines"
 DESCRIPTIONS = {
     "echo": "Answers every prompt with the user's last turn, verbatim (see baselines/README.md).",
+    "unigram": "Add-one unigram language model fitted on the prompts: answers with its most probable words; "
+    "its reference log-likelihoods give the perplexity (see baselines/README.md).",
     "retrieval": "Leave-one-out nearest-neighbour retrieval: answers with the reference of the most similar other "
     "prompt of the set (TF-IDF cosine; see baselines/README.md).",
 }
@@ -29,7 +31,7 @@ def seed_baselines(engine: Engine, storage: Storage, *, names: list[str] | None 
             continue
         dataset = load_dataset(responses.parent.name)
         name = responses.stem
-        loglik = responses.with_name("unigram.loglik.jsonl")
+        loglik = responses.with_name(f"{name}.loglik.jsonl")  # a system's own log-likelihoods, if it has any
         with Session(engine) as session:
             query = select(System).where(System.name == name, System.is_baseline)
             system = session.exec(query).first()

@@ -77,7 +77,7 @@ def _wait_evaluated(client, token, submission_id, timeout=60.0) -> None:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    """One hub for the module: the echo baseline, and from one owner a public evaluated submission (with an
+    """One hub for the module: the unigram baseline, and from one owner a public evaluated submission (with an
     XSS-looking name), a private evaluated one (JSONL, multi-line response) and one not yet approved."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HUB_DATA_DIR", str(tmp_path_factory.mktemp("public-api") / "hub-data"))
@@ -97,7 +97,7 @@ def world(tmp_path_factory):
                     is_admin=role == "admin",
                 )
                 tokens[role] = create_token(session, user, name="cli")[1]
-        [baseline] = seed_baselines(engine, get_storage(), names=["echo"])
+        [baseline] = seed_baselines(engine, get_storage(), names=["unigram"])
         lines = _lines()
         with TestClient(create_app(embedded_worker=True)) as client:
             created = {

@@ -63,7 +63,13 @@ def test_serve_demo_starts_a_hub_with_scored_baselines(tmp_path):
                 time.sleep(0.3)
         assert body is not None, "server did not answer within 60 s"
         assert (body["system"]["name"], body["status"]) == ("echo", "evaluated")
-        assert {s["metric"] for s in body["scores"]} >= {"distinct-1", "bleu-2", "perplexity"}
+        assert {s["metric"] for s in body["scores"]} >= {"distinct-1", "bleu-2"}
+        assert "perplexity" not in {s["metric"] for s in body["scores"]}  # echo has no log-likelihoods
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/leaderboards/hub-open-v1", timeout=5) as response:
+            board = json.load(response)
+        names = {row["system_name"]: row for row in board["rows"]}
+        assert set(names) == {"echo", "retrieval", "unigram"}
+        assert "perplexity" in names["unigram"]["scores"]  # the unigram LM ships its reference log-likelihoods
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/openapi.json", timeout=5) as response:
             assert "/api/submissions" in json.load(response)["paths"]
     finally:

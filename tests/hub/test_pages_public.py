@@ -110,7 +110,7 @@ def site(tmp_path_factory):
                     is_admin=role == "admin",
                 )
                 tokens[role] = create_token(session, user, name="cli")[1]
-        [baseline] = seed_baselines(engine, get_storage(), names=["echo"])
+        [baseline] = seed_baselines(engine, get_storage(), names=["unigram"])
         with TestClient(create_app(embedded_worker=True)) as client:
             created = _submissions(client, tokens["owner"])
             for kind in ("public", "private"):
@@ -177,7 +177,9 @@ def test_overview(site):
     text = site.page("anonymous", "/")
     assert "<h1>ChatEval Hub</h1>" in text and "open leaderboard" in text
     assert f'<a href="/leaderboards/{DATASET}">{DATASET}</a>' in text
-    assert "<strong>2</strong> systems evaluated" in text  # echo and the public system; never the private one
+    assert (
+        "<strong>2</strong> systems evaluated" in text
+    )  # the unigram baseline and the public system; never the private one
     latest = _row_system_ids(text)
     assert latest == [site.systems["public"], site.systems["baseline"]]  # newest first
     assert 'href="/api/overview"' in text and 'href="/downloads"' in text
@@ -331,7 +333,7 @@ def test_system_profile(site):
     )
     assert f'href="/api/systems/{system_id}"' in text
     baseline = site.page("anonymous", f"/systems/{site.systems['baseline']}")
-    assert 'class="badge badge-baseline"' in baseline and "Answers every prompt" in baseline
+    assert 'class="badge badge-baseline"' in baseline and "Add-one unigram language model" in baseline
 
 
 # --- comparison -------------------------------------------------------------------------------------------------
