@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import uuid
+
 import pytest
+import sqlalchemy as sa
 from sqlmodel import Session
 
 from evaluation.dataset import load_dataset
@@ -64,3 +68,22 @@ def post(client, token, data=None, content=None, filename="mine.txt"):
     return client.post(
         "/api/submissions", headers=auth(token) if token else {}, data={"name": "My bot", **(data or {})}, files=files
     )
+
+
+POSTGRES_ADMIN_URL = os.environ.get("HUB_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres")
+
+
+@pytest.fixture
+def postgres_url():
+    """A fresh, empty PostgreSQL database for one test, dropped afterwards (skipped if PostgreSQL is down)."""
+    admin = sa.create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    name = f"hub_test_{uuid.uuid4().hex[:12]}"
+    try:
+        with admin.connect() as connection:
+            connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    except sa.exc.OperationalError as exc:
+        pytest.skip(f"PostgreSQL not reachable at {POSTGRES_ADMIN_URL}: {exc.orig}")
+    yield POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    with admin.connect() as connection:
+        connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import uuid
 from datetime import timedelta
 
 import pytest
@@ -17,7 +15,6 @@ from hub.models import ApiToken, AuditEntry, User
 from hub.services import accounts, audit
 
 PASSWORD = "correct horse battery"
-POSTGRES_ADMIN_URL = os.environ.get("HUB_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres")
 
 
 @pytest.fixture
@@ -184,23 +181,12 @@ def test_audit_long_target_is_shortened_not_refused(session):
 
 
 @pytest.fixture
-def pg_engine():
-    """A fresh, migrated PostgreSQL database for one test, dropped afterwards (as in test_migrations.py)."""
-    admin = sa.create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    name = f"hub_test_{uuid.uuid4().hex[:12]}"
-    try:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    except sa.exc.OperationalError as exc:
-        pytest.skip(f"PostgreSQL not reachable at {POSTGRES_ADMIN_URL}: {exc.orig}")
-    url = POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    upgrade(url)
-    engine = make_engine(url)
+def pg_engine(postgres_url):
+    """A migrated PostgreSQL database for one test."""
+    upgrade(postgres_url)
+    engine = make_engine(postgres_url)
     yield engine
     engine.dispose()
-    with admin.connect() as connection:
-        connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

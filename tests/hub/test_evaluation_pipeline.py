@@ -47,6 +47,15 @@ def scores_of(engine, submission_id: int) -> dict[str, Score]:
         return {s.metric: s for s in session.exec(select(Score).where(Score.submission_id == submission_id))}
 
 
+def wait_until_evaluated(engine, submission_id: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with Session(engine) as session:
+            if session.get(Submission, submission_id).status == SubmissionStatus.evaluated:
+                return
+        time.sleep(0.1)
+
+
 def loglik_bytes(dataset) -> bytes:
     records = [
         {"prompt_id": pid, "logprob": -2.0 * (i + 1), "tokens": i + 1} for i, pid in enumerate(dataset.prompt_ids)
@@ -117,12 +126,7 @@ def test_the_sqlite_job_queue_runs_the_evaluation_in_a_consumer(hub_env, dataset
     enqueue_evaluation(submission_id)
     consumer = start_embedded_consumer(periodic=False)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with Session(hub_env) as session:
-                if session.get(Submission, submission_id).status == SubmissionStatus.evaluated:
-                    break
-            time.sleep(0.1)
+        wait_until_evaluated(hub_env, submission_id)
     finally:
         consumer.stop(graceful=True)
     assert "bleu-2" in scores_of(hub_env, submission_id)
@@ -149,12 +153,7 @@ def test_the_redis_job_queue_runs_the_same_task(hub_env, dataset, monkeypatch):
     jobs.enqueue_evaluation(submission_id)
     consumer = jobs.start_embedded_consumer(periodic=False)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with Session(hub_env) as session:
-                if session.get(Submission, submission_id).status == SubmissionStatus.evaluated:
-                    break
-            time.sleep(0.1)
+        wait_until_evaluated(hub_env, submission_id)
     finally:
         consumer.stop(graceful=True)
         jobs.get_huey().flush()

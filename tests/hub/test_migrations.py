@@ -2,34 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import uuid
-
 import pytest
 import sqlalchemy as sa
 
 from hub.migrate import check, upgrade
-
-POSTGRES_ADMIN_URL = os.environ.get("HUB_TEST_POSTGRES_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres")
-
-
-@pytest.fixture
-def postgres_url():
-    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
-    admin = sa.create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    name = f"hub_test_{uuid.uuid4().hex[:12]}"
-    try:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    except sa.exc.OperationalError as exc:
-        pytest.skip(f"PostgreSQL not reachable at {POSTGRES_ADMIN_URL}: {exc.orig}")
-    url = POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    yield url
-    sa.create_engine(url).dispose()
-    with admin.connect() as connection:
-        connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
-
 
 EXPECTED_TABLES = {"user", "apitoken", "system", "submission", "score", "auditentry", "alembic_version"}
 
@@ -44,7 +20,9 @@ def test_sqlite_migrations_match_the_models(tmp_path):
 def test_postgres_migrations_match_the_models(postgres_url):
     upgrade(postgres_url)
     check(postgres_url)
-    assert set(sa.inspect(sa.create_engine(postgres_url)).get_table_names()) == EXPECTED_TABLES
+    engine = sa.create_engine(postgres_url)
+    assert set(sa.inspect(engine).get_table_names()) == EXPECTED_TABLES
+    engine.dispose()
 
 
 def test_score_signature_is_unique_per_submission(tmp_path):
