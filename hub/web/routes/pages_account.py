@@ -9,17 +9,16 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse, Response
 from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import FormData, UploadFile
 
-from hub.errors import BadRequest, HubError
+from hub.errors import HubError
 from hub.models import Score, Submission, SubmissionStatus, System, User
 from hub.services import accounts
 from hub.services.leaderboard import finite, list_datasets
-from hub.services.submissions import SystemForm, UploadedFile, create_submissions, get_visible
+from hub.services.submissions import create_submissions, get_visible
 from hub.storage import get_storage
 from hub.web.csrf import CsrfDep
 from hub.web.deps import SessionDep, ViewerDep
-from hub.web.routes.api_submissions import FILE_FIELD
+from hub.web.submission_form import system_form, uploads
 from hub.web.templating import render
 
 router = APIRouter(tags=["pages"], include_in_schema=False)
@@ -196,37 +195,6 @@ def _submit_page(request: Request, session: Session, viewer: User, status_code=2
     return page(request, "submit.html", viewer, context, status_code)
 
 
-def _uploads(form: FormData) -> tuple[dict[str, UploadedFile], dict[str, UploadedFile]]:
-    """The chosen files by dataset. A file input left empty still arrives (with no filename): it is skipped."""
-    responses: dict[str, UploadedFile] = {}
-    logliks: dict[str, UploadedFile] = {}
-    for key, value in form.multi_items():
-        if not isinstance(value, UploadFile) or not value.filename:
-            continue
-        match = FILE_FIELD.match(key)
-        if not match:
-            raise BadRequest(f"unexpected file field {key!r}", field=key)
-        target = responses if match.group(1) == "responses" else logliks
-        target[match.group(2)] = UploadedFile(value.filename, value.file.read())
-    return responses, logliks
-
-
-def _system_form(form: FormData) -> SystemForm:
-    try:
-        baselines = [int(str(v)) for v in form.getlist("baselines") if str(v).strip()]
-    except ValueError as exc:
-        raise BadRequest("baselines must be system ids", field="baselines") from exc
-    return SystemForm(
-        name=str(form.get("name", "")),
-        description=str(form.get("description", "")),
-        paper_url=str(form.get("paper_url", "")).strip() or None,
-        code_url=str(form.get("code_url", "")).strip() or None,
-        weights_url=str(form.get("weights_url", "")).strip() or None,
-        is_public=form.get("is_public") is not None,
-        baseline_ids=baselines,
-    )
-
-
 @router.get("/submit")
 def submit_form(request: Request, session: SessionDep, viewer: ViewerDep):
     if viewer is None:
@@ -240,15 +208,15 @@ async def submit(request: Request, _csrf: CsrfDep, session: SessionDep, viewer: 
         return login_redirect(request)
     form = await request.form()
     try:
-        system_form = _system_form(form)
-        responses, logliks = await run_in_threadpool(_uploads, form)
+        system = system_form(form)
+        responses, logliks = await run_in_threadpool(uploads, form)
         # Validating a large file takes a while: off the event loop, so other requests are served meanwhile.
         created = await run_in_threadpool(
             create_submissions,
             session,
             get_storage(),
             owner=viewer,
-            form=system_form,
+            form=system,
             responses=responses,
             logliks=logliks,
         )
