@@ -17,6 +17,8 @@ $(INSTALLED): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(TEST_INSTALLED): pyproject.toml | $(BIN)/python
+	# py-irt needs torch: the pinned CPU build first, so pip never resolves the multi-GB CUDA wheels.
+	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@ $(INSTALLED)
 

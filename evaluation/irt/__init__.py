@@ -1,0 +1,1 @@
+"""Item response theory for pairwise human judgements: fit, bootstrap, significance and published reports."""

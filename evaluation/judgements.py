@@ -1,0 +1,350 @@
+"""Pairwise human judgements as column arrays, read from the hub's ratings export or the original ChatEval votes."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evaluation.errors import InvalidInputError
+from evaluation.textfile import decode_lines, read_bytes
+
+RATINGS_SCHEMA_VERSION = 1
+REQUIRED_FIELDS = ("prompt_id", "system_a", "system_b", "outcome")
+OUTCOMES = {"a": 1, "b": -1, "tie": 0}
+LEFT = {"a": 1, "b": 0}
+VOTE_OUTCOMES = {"0": 1, "1": -1, "-1": 0}  # ChatEval votes.csv: 0 = model_1 better, 1 = model_2 better, -1 = tie
+VOTES_COLUMNS = ("run", "evalset", "model_1", "model_2", "prompt", "worker", "vote")
+
+_ARRAY_FIELDS = (
+    "system_a",
+    "system_b",
+    "prompt",
+    "rater",
+    "outcome",
+    "auto_tie",
+    "left_is_a",
+    "excluded",
+    "experiment",
+    "dataset",
+)
+
+
+@dataclass(frozen=True)
+class Judgements:
+    """One entry per pairwise judgement (column arrays of equal length n); indices point into the label tuples.
+
+    outcome: +1 system_a better, 0 tie, -1 system_b better. rater is -1 when unknown (and for automatic ties).
+    left_is_a: 1 system_a shown on the left, 0 system_b on the left, -1 unknown. Prompt labels are the prompt ids,
+    or "dataset/prompt_id" when the judgements span several datasets.
+    """
+
+    systems: tuple[str, ...]
+    prompts: tuple[str, ...]
+    raters: tuple[str, ...]
+    experiments: tuple[str, ...]
+    datasets: tuple[str, ...]
+    system_a: np.ndarray  # (n,) int32
+    system_b: np.ndarray  # (n,) int32
+    prompt: np.ndarray  # (n,) int32
+    rater: np.ndarray  # (n,) int32, -1 unknown
+    outcome: np.ndarray  # (n,) int8 in {-1, 0, 1}
+    auto_tie: np.ndarray  # (n,) bool
+    left_is_a: np.ndarray  # (n,) int8 in {-1, 0, 1}
+    excluded: np.ndarray  # (n,) bool
+    experiment: np.ndarray  # (n,) int32
+    dataset: np.ndarray  # (n,) int32
+
+    def __post_init__(self) -> None:
+        n = len(self.system_a)
+        for name in _ARRAY_FIELDS:
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"column {name!r} has {len(getattr(self, name))} entries, expected {n}")
+
+    def __len__(self) -> int:
+        return len(self.system_a)
+
+    def subset(self, mask: np.ndarray) -> Judgements:
+        """The judgements selected by a boolean mask or index array; label tuples are kept unchanged."""
+        return replace(self, **{name: getattr(self, name)[mask] for name in _ARRAY_FIELDS})
+
+    def compact(self) -> Judgements:
+        """Drop labels no judgement refers to (systems, prompts, raters, ...) and renumber the indices."""
+        changes: dict[str, Any] = {}
+        for labels_name, columns in (
+            ("systems", ("system_a", "system_b")),
+            ("prompts", ("prompt",)),
+            ("raters", ("rater",)),
+            ("experiments", ("experiment",)),
+            ("datasets", ("dataset",)),
+        ):
+            labels = getattr(self, labels_name)
+            used = np.zeros(len(labels), dtype=bool)
+            for column in columns:
+                values = getattr(self, column)
+                used[values[values >= 0]] = True
+            new_index = np.full(len(labels) + 1, -1, dtype=np.int32)  # last slot maps -1 to -1
+            new_index[np.flatnonzero(used)] = np.arange(int(used.sum()), dtype=np.int32)
+            changes[labels_name] = tuple(label for label, keep in zip(labels, used, strict=True) if keep)
+            for column in columns:
+                changes[column] = new_index[getattr(self, column)]
+        return replace(self, **changes)
+
+    def for_dataset(self, name: str) -> Judgements:
+        """The judgements of one dataset, compacted."""
+        if name not in self.datasets:
+            known = ", ".join(repr(d) for d in self.datasets) or "none"
+            raise InvalidInputError(f"no judgements for dataset {name!r} (datasets present: {known})")
+        return self.subset(self.dataset == self.datasets.index(name)).compact()
+
+    def judgements_per_system(self) -> np.ndarray:
+        """(n_systems,) number of judgements each system takes part in."""
+        size = len(self.systems)
+        return np.bincount(self.system_a, minlength=size) + np.bincount(self.system_b, minlength=size)
+
+
+def _cell(value: object) -> object:
+    """Normalise an input cell: strings stripped, empty strings to None."""
+    if isinstance(value, str):
+        value = value.strip()
+        return value or None
+    return value
+
+
+def _label(value: object, field: str, *, name: str, line: int) -> str:
+    value = _cell(value)
+    if value is None:
+        raise InvalidInputError(f"{field!r} is empty", path=name, line=line)
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise InvalidInputError(f"{field!r} must be a string, not {value!r}", path=name, line=line)
+    return str(value)
+
+
+def _flag(value: object, field: str, *, name: str, line: int) -> bool:
+    value = _cell(value)
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise InvalidInputError(f"{field!r} must be true or false, not {value!r}", path=name, line=line)
+
+
+class _Builder:
+    """Accumulates records into label tables and column lists."""
+
+    def __init__(self) -> None:
+        self.labels: dict[str, dict[str, int]] = {k: {} for k in ("systems", "prompts", "raters", "experiments")}
+        self.labels["datasets"] = {}
+        self.columns: dict[str, list[int]] = {name: [] for name in _ARRAY_FIELDS}
+        self.prompt_keys: list[tuple[str, str]] = []  # (dataset, prompt_id) per judgement, labelled at the end
+
+    def index(self, table: str, label: str) -> int:
+        return self.labels[table].setdefault(label, len(self.labels[table]))
+
+    def add(self, record: Mapping[str, Any], *, name: str, line: int) -> None:
+        missing = [f for f in REQUIRED_FIELDS if f not in record]
+        if missing:
+            raise InvalidInputError(f"missing field(s): {', '.join(missing)}", path=name, line=line)
+        kind = _cell(record.get("item_kind"))
+        if kind is not None and kind != "pair":
+            return
+        system_a = _label(record["system_a"], "system_a", name=name, line=line)
+        system_b = _label(record["system_b"], "system_b", name=name, line=line)
+        if system_a == system_b:
+            raise InvalidInputError(f"system_a and system_b are both {system_a!r}", path=name, line=line)
+        prompt_id = _label(record["prompt_id"], "prompt_id", name=name, line=line)
+        raw_outcome = _cell(record["outcome"])
+        outcome = OUTCOMES.get(raw_outcome.lower()) if isinstance(raw_outcome, str) else None
+        if outcome is None:
+            raise InvalidInputError(
+                f"unknown outcome {raw_outcome!r}; expected 'A', 'B' or 'tie'", path=name, line=line
+            )
+        auto_tie = _flag(record.get("auto_tie"), "auto_tie", name=name, line=line)
+        if auto_tie and outcome != 0:
+            raise InvalidInputError(f"auto_tie is true but outcome is {raw_outcome!r}", path=name, line=line)
+        raw_left = _cell(record.get("left"))
+        left = LEFT.get(raw_left.lower(), -2) if isinstance(raw_left, str) else (-1 if raw_left is None else -2)
+        if left == -2:
+            raise InvalidInputError(f"unknown left {raw_left!r}; expected 'A', 'B' or empty", path=name, line=line)
+        rater = _cell(record.get("rater"))
+        experiment = _cell(record.get("experiment_id"))
+        dataset = _cell(record.get("dataset"))
+        columns = self.columns
+        columns["system_a"].append(self.index("systems", system_a))
+        columns["system_b"].append(self.index("systems", system_b))
+        columns["rater"].append(-1 if rater is None else self.index("raters", str(rater)))
+        columns["outcome"].append(outcome)
+        columns["auto_tie"].append(auto_tie)
+        columns["left_is_a"].append(left)
+        columns["excluded"].append(_flag(record.get("excluded"), "excluded", name=name, line=line))
+        columns["experiment"].append(self.index("experiments", "" if experiment is None else str(experiment)))
+        dataset_label = "" if dataset is None else str(dataset)
+        columns["dataset"].append(self.index("datasets", dataset_label))
+        self.prompt_keys.append((dataset_label, prompt_id))
+
+    def build(self, *, qualify_prompts: bool | None) -> Judgements:
+        qualify = len(self.labels["datasets"]) > 1 if qualify_prompts is None else qualify_prompts
+        for dataset, prompt_id in self.prompt_keys:
+            key = f"{dataset}/{prompt_id}" if qualify else prompt_id
+            self.columns["prompt"].append(self.index("prompts", key))
+        dtypes = {"outcome": np.int8, "left_is_a": np.int8, "auto_tie": bool, "excluded": bool}
+        arrays: dict[str, Any] = {k: np.asarray(v, dtype=dtypes.get(k, np.int32)) for k, v in self.columns.items()}
+        arrays.update({k: tuple(v) for k, v in self.labels.items()})
+        return Judgements(**arrays)
+
+
+def from_records(
+    records: Iterable[Mapping[str, Any]], *, name: str = "records", qualify_prompts: bool | None = None
+) -> Judgements:
+    """Build judgements from ratings-export records (dicts with at least prompt_id, system_a, system_b, outcome).
+
+    Records whose item_kind is not "pair" (quality checks) are skipped. Prompt labels become "dataset/prompt_id"
+    when qualify_prompts is true, or (when None) when the records span more than one dataset.
+    """
+    builder = _Builder()
+    for number, record in enumerate(records, start=1):
+        builder.add(record, name=name, line=number)
+    return builder.build(qualify_prompts=qualify_prompts)
+
+
+def _jsonl_records(lines: list[str], *, name: str) -> Iterator[tuple[int, dict]]:
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError as exc:
+            raise InvalidInputError(f"not valid JSON ({exc})", path=name, line=number) from exc
+        if not isinstance(value, dict):
+            raise InvalidInputError("each line must be a JSON object", path=name, line=number)
+        if "kind" in value and "schema_version" in value and "system_a" not in value:
+            _check_header(value, name=name, line=number)
+            continue
+        yield number, value
+
+
+def _check_header(header: dict, *, name: str, line: int) -> None:
+    if header.get("kind") != "ratings":
+        raise InvalidInputError(f"file kind is {header.get('kind')!r}, expected 'ratings'", path=name, line=line)
+    version = header.get("schema_version")
+    if version != RATINGS_SCHEMA_VERSION:
+        raise InvalidInputError(
+            f"ratings schema version {version!r} is not supported (expected {RATINGS_SCHEMA_VERSION})",
+            path=name,
+            line=line,
+        )
+
+
+def _csv_rows(text: str, *, name: str, required: Sequence[str]) -> Iterator[tuple[int, dict]]:
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    if header is None:
+        raise InvalidInputError("file is empty", path=name)
+    header = [column.strip().lstrip("\ufeff") for column in header]
+    missing = [column for column in required if column not in header]
+    if missing:
+        raise InvalidInputError(f"missing column(s): {', '.join(missing)}", path=name, line=1)
+    for row in reader:
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        if len(row) != len(header):
+            raise InvalidInputError(
+                f"row has {len(row)} cells but the header has {len(header)}", path=name, line=reader.line_num
+            )
+        yield reader.line_num, dict(zip(header, row, strict=True))
+
+
+def _read_text(path: Path) -> tuple[str, list[str]]:
+    lines = decode_lines(read_bytes(path), name=path, max_line_chars=1_000_000)
+    return "\n".join(lines) + "\n", lines
+
+
+def read_ratings(path: str | Path, *, qualify_prompts: bool | None = None) -> Judgements:
+    """Read a ratings file: the hub's export (JSONL with a header line, or CSV) or a minimal third-party file.
+
+    The format follows the suffix (.jsonl/.json or .csv), else the first character ("{" means JSONL).
+    """
+    path = Path(path)
+    text, lines = _read_text(path)
+    suffix = path.suffix.lower()
+    is_jsonl = suffix in (".jsonl", ".json") or (suffix != ".csv" and text.lstrip().startswith("{"))
+    builder = _Builder()
+    if is_jsonl:
+        rows: Iterable[tuple[int, dict]] = _jsonl_records(lines, name=str(path))
+    else:
+        rows = _csv_rows(text, name=str(path), required=REQUIRED_FIELDS)
+    for number, record in rows:
+        builder.add(record, name=str(path), line=number)
+    judgements = builder.build(qualify_prompts=qualify_prompts)
+    if len(judgements) == 0:
+        raise InvalidInputError("no pairwise judgements (item_kind 'pair') in the file", path=path)
+    return judgements
+
+
+def _read_runs(path: Path) -> dict[str, tuple[str, str, str]]:
+    text, _ = _read_text(path)
+    runs = {}
+    for number, row in _csv_rows(text, name=str(path), required=("run", "evalset", "model_1", "model_2")):
+        if row["run"] in runs:
+            raise InvalidInputError(f"run {row['run']!r} is listed twice", path=path, line=number)
+        runs[row["run"]] = (row["evalset"], row["model_1"], row["model_2"])
+    return runs
+
+
+def read_chateval_votes(path: str | Path, runs_path: str | Path | None = None) -> Judgements:
+    """Read the original ChatEval votes.csv (one row per crowd vote) as judgements.
+
+    system_a = model_1, system_b = model_2; vote 0 (model_1 better) -> +1, 1 -> -1, -1 (tie) -> 0. Prompts are
+    labelled "EVALSET/prompt", experiments are runs and raters are workers. With runs_path (runs.csv), every vote's
+    run must be listed there with the same evaluation set and models; experiments then follow the runs file order.
+    """
+    path = Path(path)
+    runs = _read_runs(Path(runs_path)) if runs_path is not None else None
+    text, _ = _read_text(path)
+    builder = _Builder()
+    for run in runs or {}:
+        builder.index("experiments", run)
+    for number, row in _csv_rows(text, name=str(path), required=VOTES_COLUMNS):
+        vote = row["vote"].strip()
+        if vote not in VOTE_OUTCOMES:
+            raise InvalidInputError(f"unknown vote {vote!r}; expected 0, 1 or -1", path=path, line=number)
+        if runs is not None:
+            expected = runs.get(row["run"])
+            if expected is None:
+                raise InvalidInputError(f"run {row['run']!r} is not in {runs_path}", path=path, line=number)
+            if expected != (row["evalset"], row["model_1"], row["model_2"]):
+                raise InvalidInputError(
+                    f"run {row['run']!r} compares {expected[1]!r} and {expected[2]!r} on {expected[0]} in {runs_path}",
+                    path=path,
+                    line=number,
+                )
+        record = {
+            "prompt_id": row["prompt"],
+            "system_a": row["model_1"],
+            "system_b": row["model_2"],
+            "outcome": {1: "A", -1: "B", 0: "tie"}[VOTE_OUTCOMES[vote]],
+            "rater": row["worker"],
+            "experiment_id": row["run"],
+            "dataset": row["evalset"],
+        }
+        builder.add(record, name=str(path), line=number)
+    judgements = builder.build(qualify_prompts=True)
+    if len(judgements) == 0:
+        raise InvalidInputError("no votes in the file", path=path)
+    return judgements
+
+
+__all__ = [
+    "Judgements",
+    "from_records",
+    "read_chateval_votes",
+    "read_ratings",
+]
