@@ -142,6 +142,45 @@ def submit(
         )
 
 
+ratings_app = typer.Typer(help="Human judgements: import them from other systems.", no_args_is_help=True)
+app.add_typer(ratings_app, name="ratings")
+
+
+@ratings_app.command("import-chateval")
+def import_chateval_command(
+    votes: Annotated[Path, typer.Option(help="The original ChatEval's votes.csv.", exists=True, dir_okay=False)],
+    prompts_dir: Annotated[
+        Path | None,
+        typer.Option(help="Folder of {ncm,dbdc}.txt prompt files: prompt texts and automatic ties.", file_okay=False),
+    ] = None,
+) -> None:
+    """Load the original ChatEval's crowd judgements as closed experiments (one per run); re-running adds nothing."""
+    from sqlmodel import Session
+
+    from hub.db import get_engine
+    from hub.migrate import upgrade
+    from hub.services.ratings_import import import_chateval
+
+    upgrade()
+    with Session(get_engine()) as session:
+        created = import_chateval(session, votes, prompts_dir)
+    out.print(f"imported {len(created)} experiment(s)" + (f": #{created[0]}-#{created[-1]}" if created else ""))
+
+
+@app.command("export")
+def export_command(
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Folder to write every public download into.")] = None,
+    s3: Annotated[str | None, typer.Option(help="s3://bucket/prefix to publish the snapshot to instead.")] = None,
+) -> None:
+    """Write every public download (systems, submissions, scores, responses, ratings, IRT fits; JSONL and CSV)."""
+    from hub.services.snapshot import write_snapshot
+
+    if (out_dir is None) == (s3 is None):
+        raise typer.BadParameter("give exactly one of --out DIR or --s3 s3://bucket/prefix")
+    written = write_snapshot(out_dir=out_dir, s3_url=s3, progress=lambda name: err.print(f"wrote {name}"))
+    out.print(f"{len(written)} file(s) written to {out_dir or s3}")
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         return toolkit_main(argv)

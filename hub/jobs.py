@@ -37,6 +37,26 @@ def requeue_stalled() -> list[int]:
     return stalled
 
 
+def poll_mturk() -> int:
+    """Fetch submitted Mechanical Turk assignments of open MTurk experiments (approve, reconcile)."""
+    from hub.services.mturk import poll_open_experiments
+
+    return poll_open_experiments(get_engine())
+
+
+def refit_irt(dataset_name: str) -> int | None:
+    """Refit the published IRT model of a dataset if its public judgements changed; the new fit's id or None."""
+    from hub.services.irt_fits import refit
+
+    return refit(get_engine(), dataset_name)
+
+
+def refit_all_irt() -> list[int]:
+    from hub.services.irt_fits import refit_all
+
+    return refit_all(get_engine())
+
+
 @lru_cache
 def get_huey() -> Huey:
     return make_huey(get_settings())
@@ -49,7 +69,22 @@ def tasks() -> dict:
     return {
         "evaluate_submission": huey.task(retries=2, retry_delay=10, name="evaluate_submission")(evaluate_submission),
         "requeue_stalled": huey.periodic_task(crontab(minute="*"), name="requeue_stalled")(requeue_stalled),
+        "poll_mturk": huey.periodic_task(
+            crontab(minute=_every_minutes(get_settings().mturk_poll_seconds)), name="poll_mturk"
+        )(poll_mturk),
+        "refit_irt": huey.task(retries=1, retry_delay=30, name="refit_irt")(refit_irt),
+        # Judgements arrive one task at a time; a refit every 10 minutes (only where they changed) is enough.
+        "refit_all_irt": huey.periodic_task(crontab(minute="*/10"), name="refit_all_irt")(refit_all_irt),
     }
+
+
+def _every_minutes(seconds: int) -> str:
+    minutes = max(1, round(seconds / 60))
+    return "*" if minutes == 1 else f"*/{minutes}"
+
+
+def enqueue_refit(dataset_name: str) -> None:
+    tasks()["refit_irt"](dataset_name)
 
 
 def enqueue_evaluation(submission_id: int) -> None:

@@ -24,6 +24,13 @@ class HubSettings(BaseSettings):
     secret_key: str = Field(default="dev-only-change-me", description="Signs session cookies and CSRF tokens.")
     secure_cookies: bool = Field(default=False, description="Send the session cookie over HTTPS only (production).")
     max_upload_bytes: int = Field(default=100 * 1024 * 1024, description="Largest accepted uploaded file.")
+    public_url: str = Field(
+        default="http://127.0.0.1:8000",
+        description="Where raters reach the hub (invite links, MTurk ExternalQuestion).",
+    )
+    mturk_sandbox: bool = Field(default=True, description="Use Mechanical Turk's sandbox (no money moves).")
+    mturk_region: str = Field(default="us-east-1", description="Mechanical Turk's region (it has only this one).")
+    mturk_poll_seconds: int = Field(default=300, description="How often the queue polls MTurk for assignments.")
 
     @property
     def resolved_database_url(self) -> str:

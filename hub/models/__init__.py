@@ -1,9 +1,33 @@
 """Database tables, one module per noun. Importing this package registers every table on SQLModel.metadata."""
 
 from hub.models.audit import AuditEntry
+from hub.models.experiment import Backend, Experiment, ExperimentItem, ExperimentStatus, ItemKind, Task, TieMode
+from hub.models.irt_fit import IrtFit
+from hub.models.rating import Assignment, AssignmentStatus, Rater, RaterInvite, Rating
 from hub.models.score import Score
 from hub.models.submission import Submission, SubmissionStatus
 from hub.models.system import System
 from hub.models.user import ApiToken, User
 
-__all__ = ["ApiToken", "AuditEntry", "Score", "Submission", "SubmissionStatus", "System", "User"]
+__all__ = [
+    "ApiToken",
+    "Assignment",
+    "AssignmentStatus",
+    "AuditEntry",
+    "Backend",
+    "Experiment",
+    "ExperimentItem",
+    "ExperimentStatus",
+    "IrtFit",
+    "ItemKind",
+    "Rater",
+    "RaterInvite",
+    "Rating",
+    "Score",
+    "Submission",
+    "SubmissionStatus",
+    "System",
+    "Task",
+    "TieMode",
+    "User",
+]

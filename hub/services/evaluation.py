@@ -51,7 +51,10 @@ class EvaluationRun:
         except Exception as exc:  # a bug: keep the message for admins, the submission stays retryable
             log.exception("evaluation of submission %s crashed", self.submission_id)
             return self._fail(f"internal error: {type(exc).__name__}: {exc}")
-        return self._save(report)
+        status = self._save(report)
+        from hub.services.human_pipeline import plan_human_evaluation  # the next step of the lifecycle
+
+        return plan_human_evaluation(self.engine, self.storage, self.submission_id) or status
 
     def _score(self, job: Submission):
         dataset = installed_dataset(job.dataset_name)

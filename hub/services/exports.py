@@ -25,6 +25,14 @@ Fields per kind (timestamps are ISO 8601):
 - `responses`: submission_id, system_id, dataset, dataset_fingerprint, prompt_id, response. One row per
   (submission, prompt). Submissions to a dataset release that is no longer installed are left out, since
   their lines could not be matched to prompt ids.
+- `ratings`: every rating of every public experiment (both systems public), one row per judgement: rating_id,
+  experiment_id, dataset, dataset_fingerprint, prompt_id, item_id (a repeated pair carries its original's id),
+  item_kind (pair | attention | repeat | known_answer: only `pair` rows judge the two systems), system_a, system_b,
+  system_a_id, system_b_id, left (A or B: the system shown on the left), choice (left | right | tie | both_good |
+  both_bad), outcome (A | B | tie), auto_tie (identical responses: tie recorded, never shown), expected (A for check
+  items: the real or known-better response), rater (salted hash; never the worker id), backend (hub | mturk |
+  import), task_id, assignment_id, external_assignment_id, created_at, submitted_at, seconds_on_task (whole task),
+  excluded and exclusion_reason (an admin's exclusion: the rows stay, flagged).
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from sqlmodel import Session, col, select
 from evaluation.dataset import Dataset
 from hub.errors import HubError, NotFound
 from hub.models import Score, Submission, System
+from hub.services import ratings_rows
 from hub.services.leaderboard import RESULT_STATUSES, finite, installed_dataset, read_responses
 from hub.services.submissions import can_view
 from hub.storage import Storage
@@ -80,6 +89,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
         "created_at",
     ),
     "responses": ("submission_id", "system_id", "dataset", "dataset_fingerprint", "prompt_id", "response"),
+    "ratings": ratings_rows.FIELDS,
 }
 MEDIA_TYPES = {"jsonl": "application/x-ndjson; charset=utf-8", "csv": "text/csv; charset=utf-8"}
 BATCH = 500  # rows fetched from the database and written to the client at a time
@@ -214,6 +224,7 @@ ROWS: dict[str, Callable[[Session, Storage], Iterator[Row]]] = {
     "submissions": _submissions,
     "scores": _scores,
     "responses": _responses,
+    "ratings": lambda session, _storage: ratings_rows.ratings_rows(session),
 }
 
 

@@ -106,18 +106,28 @@ def _columns(latest: dict[int, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return dict(sorted(columns.items()))
 
 
-def _sorted_rows(rows: list[dict[str, Any]], metric: str, order: str) -> list[dict[str, Any]]:
-    """Rows with a value for `metric` in `order` (ties keep submission order), then rows without one."""
-    present = [r for r in rows if r["scores"].get(metric, {}).get("corpus") is not None]
-    missing = [r for r in rows if r["scores"].get(metric, {}).get("corpus") is None]
-    present.sort(key=lambda r: r["scores"][metric]["corpus"], reverse=order == "desc")
+def sort_value(row: dict[str, Any], key: str) -> float | None:
+    """A leaderboard row's value in a column: a metric's latest score, or a human win rate (`human:BASELINE_ID`)."""
+    if key in row.get("human", {}):
+        return row["human"][key]["win_rate"]
+    return row["scores"].get(key, {}).get("corpus")
+
+
+def _sorted_rows(rows: list[dict[str, Any]], key: str, order: str) -> list[dict[str, Any]]:
+    """Rows with a value for `key` in `order` (ties keep submission order), then rows without one."""
+    present = [r for r in rows if sort_value(r, key) is not None]
+    missing = [r for r in rows if sort_value(r, key) is None]
+    present.sort(key=lambda r: sort_value(r, key), reverse=order == "desc")
     return present + missing
 
 
 def leaderboard(
     session: Session, dataset_name: str, viewer: User | None, *, sort: str | None = None, order: str | None = None
 ) -> dict[str, Any]:
-    """One row per visible scored submission of the dataset, with the latest score of each metric."""
+    """One row per visible scored submission of the dataset, with the latest score of each metric and, under
+    `human`, its human win rate against each baseline it was judged against (columns in `human_columns`)."""
+    from hub.services.human_summaries import leaderboard_human  # it needs experiments, which import this module
+
     dataset = installed_dataset(dataset_name)
     if order is not None and order not in ORDERS:
         raise BadRequest("order must be asc or desc", field="order")
@@ -145,28 +155,37 @@ def leaderboard(
         }
         for submission, system in visible
     ]
+    human_columns, human_cells = leaderboard_human(session, dataset.name, viewer, [row["system_id"] for row in rows])
+    for row in rows:
+        row["human"] = human_cells.get(row["system_id"], {})
     columns = _columns(latest)
     sort = sort or DEFAULT_SORT
     if order is None:
-        order = "desc" if columns.get(sort, {}).get("higher_is_better") is True else "asc"
+        higher = {**columns, **{c["key"]: c for c in human_columns}}.get(sort, {}).get("higher_is_better")
+        order = "desc" if higher is True else "asc"
     return {
         "dataset": dataset_json(dataset),
         "sort": sort,
         "order": order,
         "columns": list(columns.values()),
+        "human_columns": human_columns,
         "rows": _sorted_rows(rows, sort, order),
     }
 
 
 def visible_system(session: Session, system_id: int, viewer: User | None) -> tuple[System, list[Submission]]:
-    """The system and its submissions the viewer may see; 404 as for a missing id when it has none to show."""
+    """The system and its submissions the viewer may see; 404 as for a missing id when it has none to show (neither
+    a submission nor a launched human evaluation, as for systems imported with the original ChatEval's votes)."""
+    from hub.services.human_summaries import has_human_results  # it needs experiments, which import this module
+
     system = session.get(System, system_id)
     submissions: list[Submission] = []
     if system is not None:
         query = select(Submission).where(Submission.system_id == system.id).order_by(col(Submission.id))
         submissions = [s for s in session.exec(query) if can_view(s, system, viewer)]
     privileged = system is not None and viewer is not None and (viewer.is_admin or viewer.id == system.owner_id)
-    if system is None or not (submissions or privileged or system.is_baseline):
+    shown = system is not None and (submissions or privileged or system.is_baseline)
+    if system is None or not (shown or has_human_results(session, system, viewer)):
         raise NotFound(f"no system #{system_id}")
     return system, submissions
 
@@ -183,7 +202,10 @@ def _score_json(score: Score) -> dict[str, Any]:
 
 
 def system_profile(session: Session, system_id: int, viewer: User | None) -> dict[str, Any]:
-    """Metadata and every visible submission with all its scores (every metric version). No owner details."""
+    """Metadata, every visible submission with all its scores (every metric version) and, under `human`, the
+    results of every launched human evaluation of the system the viewer may see. No owner details."""
+    from hub.services.human_summaries import system_human  # it needs experiments, which import this module
+
     system, submissions = visible_system(session, system_id, viewer)
     scores: dict[int, list[Score]] = defaultdict(list)
     if submissions:
@@ -212,6 +234,7 @@ def system_profile(session: Session, system_id: int, viewer: User | None) -> dic
             }
             for s in submissions
         ],
+        "human": system_human(session, system, viewer),
     }
 
 

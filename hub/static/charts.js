@@ -1,6 +1,9 @@
 // Draws every chart on a page: a <canvas data-chart="ID"> whose data sits in <script type="application/json" id="ID">
 // as {title, label, labels, values, kinds, scale?: "logarithmic"}. Data is never interpolated into a script, and
 // without JavaScript the page's tables show the same numbers.
+// Optional (human evaluation): colors (one per bar, instead of kinds), errors ([low, high] or null per bar: drawn
+// as whiskers), min / max (value axis), reference (a dashed line at that value), percent (values are shares 0-1),
+// integer (counts: whole-number ticks).
 (function () {
   "use strict";
 
@@ -27,6 +30,69 @@
     };
   }
 
+  function formatValue(spec, value) {
+    return spec.percent ? (100 * value).toFixed(1) + "%" : Number(value).toPrecision(4);
+  }
+
+  function tooltipLabel(spec, index, value) {
+    var text = spec.label + ": " + formatValue(spec, value);
+    var error = spec.errors && spec.errors[index];
+    if (error) text += " (interval " + formatValue(spec, error[0]) + " to " + formatValue(spec, error[1]) + ")";
+    return text;
+  }
+
+  function valueAxis(spec) {
+    var axis = { beginAtZero: true };
+    if (spec.min !== undefined) axis.min = spec.min;
+    if (spec.max !== undefined) axis.max = spec.max;
+    if (spec.percent) axis.ticks = { callback: function (value) { return Math.round(100 * value) + "%"; } };
+    if (spec.integer) axis.ticks = { precision: 0 };
+    return axis;
+  }
+
+  function whiskers(spec) {
+    // An interval as a horizontal line with end caps across each bar (Chart.js has no error bars of its own).
+    return {
+      id: "whiskers",
+      afterDatasetsDraw: function (chart) {
+        if (!spec.errors) return;
+        var x = chart.scales.x, bars = chart.getDatasetMeta(0).data, ctx = chart.ctx;
+        ctx.save();
+        ctx.strokeStyle = "#1d232a";
+        ctx.lineWidth = 1.5;
+        spec.errors.forEach(function (error, i) {
+          if (!error || !bars[i]) return;
+          var y = bars[i].y, cap = Math.min(6, bars[i].height / 3), lo = x.getPixelForValue(error[0]);
+          var hi = x.getPixelForValue(error[1]);
+          ctx.beginPath();
+          ctx.moveTo(lo, y); ctx.lineTo(hi, y);
+          ctx.moveTo(lo, y - cap); ctx.lineTo(lo, y + cap);
+          ctx.moveTo(hi, y - cap); ctx.lineTo(hi, y + cap);
+          ctx.stroke();
+        });
+        ctx.restore();
+      },
+    };
+  }
+
+  function referenceLine(spec) {
+    // For instance 50% on a win-rate chart: where neither system is preferred.
+    return {
+      id: "referenceLine",
+      afterDatasetsDraw: function (chart) {
+        if (spec.reference === undefined || spec.reference === null) return;
+        var px = chart.scales.x.getPixelForValue(spec.reference), area = chart.chartArea, ctx = chart.ctx;
+        ctx.save();
+        ctx.strokeStyle = "#a8321f";
+        ctx.setLineDash([4, 4]);
+        ctx.beginPath();
+        ctx.moveTo(px, area.top); ctx.lineTo(px, area.bottom);
+        ctx.stroke();
+        ctx.restore();
+      },
+    };
+  }
+
   function draw(canvas) {
     var source = document.getElementById(canvas.getAttribute("data-chart"));
     if (!source) return;
@@ -41,9 +107,10 @@
         datasets: [{
           label: spec.label,
           data: spec.values,
-          backgroundColor: spec.kinds.map(function (kind) { return COLORS[kind] || COLORS["public"]; }),
+          backgroundColor: spec.colors || spec.kinds.map(function (kind) { return COLORS[kind] || COLORS["public"]; }),
         }],
       },
+      plugins: [whiskers(spec), referenceLine(spec)],
       options: {
         indexAxis: "y",
         responsive: true,
@@ -54,12 +121,12 @@
           tooltip: {
             callbacks: {
               title: function (items) { return spec.labels[items[0].dataIndex]; },
-              label: function (item) { return spec.label + ": " + item.parsed.x.toPrecision(4); },
+              label: function (item) { return tooltipLabel(spec, item.dataIndex, item.parsed.x); },
             },
           },
         },
         scales: {
-          x: spec.scale === "logarithmic" ? logAxis() : { beginAtZero: true },
+          x: spec.scale === "logarithmic" ? logAxis() : valueAxis(spec),
           y: { ticks: { autoSkip: false, callback: function (value) { return shortLabel(spec.labels[value], maxChars); } } },
         },
       },

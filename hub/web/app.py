@@ -15,7 +15,18 @@ from hub.migrate import upgrade
 from hub.settings import get_settings
 from hub.web.csrf import ApiCsrfMiddleware
 from hub.web.deps import session_viewer
-from hub.web.routes import api_admin, api_public, api_submissions, pages_account, pages_admin, pages_public
+from hub.web.routes import (
+    api_admin,
+    api_experiments,
+    api_public,
+    api_submissions,
+    pages_account,
+    pages_admin,
+    pages_admin_experiments,
+    pages_mturk,
+    pages_public,
+    pages_rating,
+)
 from hub.web.templating import STATIC, render, wants_html
 
 
@@ -57,8 +68,12 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
 
     app.include_router(api_submissions.router)
     app.include_router(api_admin.router)
+    app.include_router(api_experiments.router)
     app.include_router(api_public.router)
     app.include_router(pages_account.router)
     app.include_router(pages_admin.router)
+    app.include_router(pages_admin_experiments.router)
     app.include_router(pages_public.router)
+    app.include_router(pages_rating.router)
+    app.include_router(pages_mturk.router)
     return app

@@ -5,90 +5,11 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import shutil
-import socket
-import subprocess
-import sys
 import time
 import urllib.request
-from pathlib import Path
-
-import pytest
 
 from evaluation.dataset import load_dataset
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
-CHATEVAL = str(Path(sys.executable).with_name("chateval"))
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("HUB_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"HUB_REQUIRE_BROWSER=1 but Chromium is missing at {CHROMIUM}")
-        pytest.skip(f"Chromium not installed at {CHROMIUM} (Debian package `chromium`)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    """A real `chateval serve --demo` on a free port with its own data folder, and an admin account."""
-    data = tmp_path_factory.mktemp("hub-e2e")
-    env = {**os.environ, "HUB_DATA_DIR": str(data / "hub"), "CHATEVAL_HOME": str(data / "home")}
-    subprocess.run(
-        [CHATEVAL, "admin", "create-user", "admin@example.org", "--admin", "--password-stdin"],
-        input="admin-password-long\n",
-        text=True,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    port = _free_port()
-    server = subprocess.Popen(
-        [CHATEVAL, "serve", "--demo", "--port", str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"{url}/openapi.json", timeout=2).close()
-            break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        server.terminate()
-        pytest.fail("hub did not start within 90 s")
-    yield url
-    server.terminate()
-    server.wait(timeout=20)
-
-
-def log_in(page, url: str, email: str, password: str) -> None:
-    page.goto(f"{url}/login")
-    page.fill("input[name=email]", email)
-    page.fill("input[name=password]", password)
-    page.click("form[action='/login'] button[type=submit]")
-    page.wait_for_load_state()
+from tests.browser.conftest import log_in
 
 
 def test_new_researcher_submits_and_finds_their_system_everywhere(browser, hub, tmp_path):

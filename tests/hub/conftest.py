@@ -87,3 +87,42 @@ def postgres_url():
     with admin.connect() as connection:
         connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     admin.dispose()
+
+
+@pytest.fixture
+def baselines(hub_env) -> dict[str, int]:
+    """The echo and retrieval baselines on hub-open-v1, scored; name -> system id."""
+    from sqlmodel import select
+
+    from hub.models import System
+    from hub.services.demo import seed_baselines
+
+    seed_baselines(hub_env, storage.get_storage(), names=["echo", "retrieval"])
+    with Session(hub_env) as session:
+        return {s.name: s.id for s in session.exec(select(System))}
+
+
+@pytest.fixture
+def admin_user(people, hub_env):
+    from sqlmodel import select
+
+    from hub.models import User
+
+    with Session(hub_env) as session:
+        return session.exec(select(User).where(User.email == "admin@example.org")).one()
+
+
+def new_experiment(engine, admin, system_ids: dict[str, int], **options):
+    """A launched (unless launch=False) experiment of echo (A) vs retrieval (B) on hub-open-v1."""
+    from hub.services import experiments
+
+    launch = options.pop("launch", True)
+    form = experiments.ExperimentForm(
+        dataset=DATASET, system_a_id=system_ids["echo"], system_b_id=system_ids["retrieval"], seed=7, **options
+    )
+    with Session(engine) as session:
+        experiment = experiments.create_experiment(session, admin, form, storage.get_storage())
+        if launch:
+            experiment = experiments.launch(session, admin, experiment.id)
+        session.expunge(experiment)
+        return experiment

@@ -401,7 +401,7 @@ def test_download_contents_parse_back(world):
         assert [r["response"] for r in public] == world.lines["public"]
 
 
-@pytest.mark.parametrize("name", ["ratings.jsonl", "scores.xml", "scores", "scores.csv.gz"])
+@pytest.mark.parametrize("name", ["votes.jsonl", "scores.xml", "scores", "scores.csv.gz"])
 def test_unknown_download_is_404(world, name):
     response = world.get("anonymous", f"/api/downloads/{name}")
     assert response.status_code == 404 and response.json()["error"].startswith(f"no download {name!r}")

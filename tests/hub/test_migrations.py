@@ -7,7 +7,23 @@ import sqlalchemy as sa
 
 from hub.migrate import check, upgrade
 
-EXPECTED_TABLES = {"user", "apitoken", "system", "submission", "score", "auditentry", "alembic_version"}
+EXPECTED_TABLES = {
+    "user",
+    "apitoken",
+    "system",
+    "submission",
+    "score",
+    "auditentry",
+    "experiment",
+    "task",
+    "experimentitem",
+    "rater",
+    "raterinvite",
+    "assignment",
+    "rating",
+    "irtfit",
+    "alembic_version",
+}
 
 
 def test_sqlite_migrations_match_the_models(tmp_path):

@@ -1,0 +1,184 @@
+"""Human evaluation results in summary form, for the pages that list many experiments at once: the experiment list,
+system profiles and leaderboards.
+
+The numbers are the experiment page's own (`experiment_results.results`: judgements of real pairs by raters not
+excluded, automatic ties included, through the toolkit's `summarize`), computed from one grouped count per
+experiment instead of every rating row. Only experiments the viewer may see (`can_view_experiment`) appear.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+from urllib.parse import urlencode
+
+import numpy as np
+from sqlalchemy import func, or_
+from sqlmodel import Session, col, select
+
+from evaluation.pairwise_results import summarize
+from hub.models import Experiment, ExperimentItem, ExperimentStatus, ItemKind, Rater, Rating, System, Task, User
+from hub.services.experiment_results import experiment_json
+from hub.services.experiments import can_view_experiment, experiment_is_public
+
+FLIP = {"A": "B", "B": "A", "tie": "tie"}
+Counts = dict[str, int]
+
+
+def outcome_counts(session: Session, experiment_ids: list[int]) -> dict[int, Counts]:
+    """Per experiment, how many kept judgements of real pairs said A, B or tie (what its page summarises)."""
+    counts: dict[int, Counts] = defaultdict(dict)
+    if not experiment_ids:
+        return counts
+    query = (
+        select(Rating.experiment_id, Rating.outcome, func.count())
+        .join(ExperimentItem, col(ExperimentItem.id) == col(Rating.item_id))
+        .outerjoin(Rater, col(Rater.id) == col(Rating.rater_id))
+        .where(
+            col(Rating.experiment_id).in_(experiment_ids),
+            ExperimentItem.kind == ItemKind.pair,
+            or_(col(Rater.id).is_(None), ~col(Rater.excluded)),
+        )
+        .group_by(col(Rating.experiment_id), col(Rating.outcome))
+    )
+    for experiment_id, outcome, count in session.exec(query):
+        counts[experiment_id][outcome] = count
+    return counts
+
+
+def summary(counts: Counts, *, for_b: bool = False) -> dict[str, Any]:
+    """`summarize` of these outcomes, from system A's side, or from B's when `for_b` (A and B swapped)."""
+    won, lost = ("B", "A") if for_b else ("A", "B")
+    repeats = [counts.get(won, 0), counts.get("tie", 0), counts.get(lost, 0)]
+    return summarize(np.repeat(np.array([1, 0, -1]), repeats)).to_dict()  # +1 = A better, 0 tie, -1 B better
+
+
+def _progress(session: Session, experiment_ids: list[int]) -> dict[int, dict[str, int]]:
+    query = (
+        select(Task.experiment_id, func.count(), func.sum(Task.slots), func.sum(Task.completed))
+        .where(col(Task.experiment_id).in_(experiment_ids))
+        .group_by(col(Task.experiment_id))
+    )
+    return {
+        experiment_id: {"tasks": tasks, "assignments_needed": needed or 0, "assignments_done": done or 0}
+        for experiment_id, tasks, needed, done in session.exec(query)
+    }
+
+
+def _names(session: Session, experiments: list[Experiment]) -> dict[int, System]:
+    ids = {e.system_a_id for e in experiments} | {e.system_b_id for e in experiments}
+    return {s.id: s for s in session.exec(select(System).where(col(System.id).in_(ids)))} if ids else {}
+
+
+def _visible(session: Session, viewer: User | None, *conditions) -> list[Experiment]:
+    query = select(Experiment).where(*conditions).order_by(col(Experiment.id).desc())
+    return [e for e in session.exec(query) if can_view_experiment(session, e, viewer)]
+
+
+def experiment_list(session: Session, viewer: User | None, *, dataset: str | None = None) -> dict[str, Any]:
+    """Every experiment the viewer may see (newest first), optionally of one dataset, with its progress and
+    summary; and the datasets that have any, for the filter."""
+    visible = _visible(session, viewer)
+    chosen = [e for e in visible if dataset is None or e.dataset_name == dataset]
+    ids = [e.id for e in chosen]
+    counts, progress, systems = outcome_counts(session, ids), _progress(session, ids), _names(session, chosen)
+    rows = []
+    for e in chosen:
+        row = experiment_json(e, systems.get(e.system_a_id), systems.get(e.system_b_id))
+        empty = {"tasks": 0, "assignments_needed": 0, "assignments_done": 0}
+        rows.append({**row, "progress": progress.get(e.id, empty), "summary": summary(counts.get(e.id, {}))})
+    return {
+        "dataset": dataset,
+        "datasets": sorted({e.dataset_name for e in visible}),
+        "experiments": rows,
+    }
+
+
+def _launched_of(session: Session, system: System, viewer: User | None) -> list[Experiment]:
+    return _visible(
+        session,
+        viewer,
+        or_(col(Experiment.system_a_id) == system.id, col(Experiment.system_b_id) == system.id),
+        Experiment.status != ExperimentStatus.draft,
+    )
+
+
+def has_human_results(session: Session, system: System, viewer: User | None) -> bool:
+    """Whether the viewer may see a launched experiment of `system` (so its profile has something to show)."""
+    return bool(_launched_of(session, system, viewer))
+
+
+def system_human(session: Session, system: System, viewer: User | None) -> list[dict[str, Any]]:
+    """One row per launched experiment of `system` the viewer may see: the other system, and the results from
+    `system`'s side (its wins are the other's losses)."""
+    experiments = _launched_of(session, system, viewer)
+    counts, systems = outcome_counts(session, [e.id for e in experiments]), _names(session, experiments)
+    rows = []
+    for e in experiments:
+        for_b = e.system_b_id == system.id
+        other = systems.get(e.system_a_id if for_b else e.system_b_id)
+        rows.append(
+            {
+                "experiment_id": e.id,
+                "title": e.title,
+                "dataset": e.dataset_name,
+                "status": e.status.value,
+                "is_public": experiment_is_public(session, e),
+                "side": "B" if for_b else "A",
+                "opponent": {
+                    "id": other.id if other else None,
+                    "name": other.name if other else None,
+                    "is_baseline": bool(other and other.is_baseline),
+                },
+                "summary": summary(counts.get(e.id, {}), for_b=for_b),
+                "url": f"/experiments/{e.id}",
+            }
+        )
+    return rows
+
+
+def column_key(baseline_id: int) -> str:
+    """The leaderboard's name for the column of human win rates against one baseline (also its `sort` value)."""
+    return f"human:{baseline_id}"
+
+
+def leaderboard_human(
+    session: Session, dataset: str, viewer: User | None, system_ids: list[int]
+) -> tuple[list[dict[str, Any]], dict[int, dict[str, dict[str, Any]]]]:
+    """Columns (one per baseline with launched experiments on `dataset` the viewer may see) and, per system, a cell
+    per column: its human win rate against that baseline, the judgements of all those experiments pooled."""
+    experiments = _visible(
+        session, viewer, Experiment.dataset_name == dataset, Experiment.status != ExperimentStatus.draft
+    )
+    systems = _names(session, experiments)
+    counts = outcome_counts(session, [e.id for e in experiments])
+    pooled: dict[tuple[int, int], Counts] = defaultdict(lambda: defaultdict(int))
+    sources: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for e in reversed(experiments):  # oldest first
+        for mine, other, for_b in ((e.system_a_id, e.system_b_id, False), (e.system_b_id, e.system_a_id, True)):
+            baseline = systems.get(other)
+            if baseline is None or not baseline.is_baseline or mine not in system_ids:
+                continue
+            for outcome, n in counts.get(e.id, {}).items():
+                pooled[mine, other][FLIP[outcome] if for_b else outcome] += n
+            sources[mine, other].append(e.id)
+    baselines = sorted({other for _, other in sources}, key=lambda i: (systems[i].name, i))
+    columns = [
+        {
+            "key": column_key(b),
+            "baseline_id": b,
+            "baseline_name": systems[b].name,
+            "label": f"human win rate vs {systems[b].name}",
+            "higher_is_better": True,
+            "signature": summary({})["signature"],
+        }
+        for b in baselines
+    ]
+    cells: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for (mine, other), ids in sources.items():
+        cells[mine][column_key(other)] = {
+            **summary(dict(pooled[mine, other])),
+            "experiment_ids": ids,
+            "url": f"/experiments/{ids[0]}" if len(ids) == 1 else f"/experiments?{urlencode({'dataset': dataset})}",
+        }
+    return columns, cells

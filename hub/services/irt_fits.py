@@ -1,0 +1,87 @@
+"""Published IRT fits: a dataset's public pair judgements (excluded raters left out, automatic ties counted in the
+tie rate) fitted with the toolkit's pairwise IRT model, refitted by a job only when the judgements changed.
+
+The fit reads exactly the rows of the public `ratings` download, so `chateval irt fit --ratings ratings.jsonl
+--dataset NAME` refits the published numbers from the download.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlmodel import Session, col, select
+
+from hub.models import IrtFit, System
+from hub.services.ratings_rows import ratings_rows
+
+log = logging.getLogger(__name__)
+BOOTSTRAP = 200
+SEED = 0
+MIN_JUDGEMENTS = 20  # fewer say nothing a reader should see as a ranking
+
+
+def public_judgement_rows(session: Session, dataset_name: str) -> list[dict[str, Any]]:
+    return [
+        row
+        for row in ratings_rows(session)
+        if row["dataset"] == dataset_name and row["item_kind"] == "pair" and not row["excluded"]
+    ]
+
+
+def digest(rows: list[dict[str, Any]]) -> str:
+    key = [(r["rating_id"], r["outcome"], r["auto_tie"]) for r in rows]
+    return hashlib.sha256(json.dumps(key).encode()).hexdigest()
+
+
+def latest_fit(session: Session, dataset_name: str) -> IrtFit | None:
+    query = select(IrtFit).where(IrtFit.dataset_name == dataset_name).order_by(col(IrtFit.id).desc())
+    return session.exec(query).first()
+
+
+def _anchor(session: Session, systems: tuple[str, ...]) -> str | None:
+    """The scale's zero: the first baseline (by id) among the fitted systems, so new systems do not move it."""
+    query = select(System.name).where(System.is_baseline).order_by(col(System.id))
+    return next((name for name in session.exec(query) if name in systems), None)
+
+
+def refit(engine: Engine, dataset_name: str, *, bootstrap: int = BOOTSTRAP) -> int | None:
+    """Fit and store when the public judgements changed since the latest fit; the new fit's id, else None."""
+    from evaluation.irt.result import fit_report
+    from evaluation.judgements import from_records
+
+    with Session(engine) as session:
+        rows = public_judgement_rows(session, dataset_name)
+        judged = sum(1 for r in rows if not r["auto_tie"])
+        if judged < MIN_JUDGEMENTS:
+            return None
+        rows_digest = digest(rows)
+        previous = latest_fit(session, dataset_name)
+        if previous is not None and previous.judgements_digest == rows_digest:
+            return None
+        judgements = from_records(rows, name=f"{dataset_name} ratings", qualify_prompts=False)
+        report = fit_report(judgements, anchor=_anchor(session, judgements.systems), bootstrap=bootstrap, seed=SEED)
+        payload = report.to_json()
+        fit = IrtFit(
+            dataset_name=dataset_name,
+            judgements_digest=rows_digest,
+            n_judgements=judged,
+            signature=payload.get("signature", {}),
+            report=payload,
+        )
+        session.add(fit)
+        session.commit()
+        log.info("IRT fit #%s of %s: %s judgements", fit.id, dataset_name, judged)
+        return fit.id
+
+
+def refit_all(engine: Engine) -> list[int]:
+    """The periodic job: refit every dataset whose public judgements changed."""
+    from hub.models import Experiment
+
+    with Session(engine) as session:
+        datasets = sorted(set(session.exec(select(Experiment.dataset_name))))
+    return [fit_id for name in datasets if (fit_id := refit(engine, name)) is not None]

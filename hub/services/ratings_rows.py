@@ -1,0 +1,102 @@
+"""Rows of the public `ratings` download: every rating of every public experiment, excluded raters included
+(flagged, with the reason), automatic ties included (flagged). Raters appear only as salted hashes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from hub.models import Assignment, Experiment, ExperimentItem, Rater, Rating, System
+from hub.services.experiments import experiment_is_public
+
+BATCH = 500
+FIELDS = (
+    "rating_id",
+    "experiment_id",
+    "dataset",
+    "dataset_fingerprint",
+    "prompt_id",
+    "item_id",
+    "item_kind",
+    "system_a",
+    "system_b",
+    "system_a_id",
+    "system_b_id",
+    "left",
+    "choice",
+    "outcome",
+    "auto_tie",
+    "expected",
+    "rater",
+    "backend",
+    "task_id",
+    "assignment_id",
+    "external_assignment_id",
+    "created_at",
+    "submitted_at",
+    "seconds_on_task",
+    "excluded",
+    "exclusion_reason",
+)
+
+
+def public_experiments(session: Session) -> list[Experiment]:
+    experiments = session.exec(select(Experiment).order_by(col(Experiment.id))).all()
+    return [e for e in experiments if experiment_is_public(session, e)]
+
+
+def rating_row(
+    rating: Rating,
+    item: ExperimentItem,
+    rater: Rater | None,
+    assignment: Assignment | None,
+    experiment: Experiment,
+    names: dict[int, str],
+) -> dict[str, Any]:
+    left = None if item.left_is_a is None or rating.auto_tie else ("A" if item.left_is_a else "B")
+    return {
+        "rating_id": rating.id,
+        "experiment_id": experiment.id,
+        "dataset": experiment.dataset_name,
+        "dataset_fingerprint": experiment.dataset_fingerprint,
+        "prompt_id": item.prompt_id,
+        "item_id": item.repeat_of_id or item.id,
+        "item_kind": item.kind.value,
+        "system_a": names.get(experiment.system_a_id),
+        "system_b": names.get(experiment.system_b_id),
+        "system_a_id": experiment.system_a_id,
+        "system_b_id": experiment.system_b_id,
+        "left": left,
+        "choice": rating.choice,
+        "outcome": rating.outcome,
+        "auto_tie": rating.auto_tie,
+        "expected": item.expected,
+        "rater": rater.public_hash if rater else None,
+        "backend": rater.backend if rater else experiment.backend.value,
+        "task_id": item.task_id,
+        "assignment_id": rating.assignment_id,
+        "external_assignment_id": assignment.external_assignment_id if assignment else None,
+        "created_at": rating.created_at.isoformat(),
+        "submitted_at": assignment.submitted_at.isoformat() if assignment and assignment.submitted_at else None,
+        "seconds_on_task": assignment.seconds_on_task if assignment else None,
+        "excluded": bool(rater and rater.excluded),
+        "exclusion_reason": rater.exclusion_reason if rater and rater.excluded else None,
+    }
+
+
+def ratings_rows(session: Session) -> Iterator[dict[str, Any]]:
+    names = {s.id: s.name for s in session.exec(select(System))}
+    for experiment in public_experiments(session):
+        query = (
+            select(Rating, ExperimentItem, Rater, Assignment)
+            .join(ExperimentItem, col(ExperimentItem.id) == col(Rating.item_id))
+            .outerjoin(Rater, col(Rater.id) == col(Rating.rater_id))
+            .outerjoin(Assignment, col(Assignment.id) == col(Rating.assignment_id))
+            .where(Rating.experiment_id == experiment.id)
+            .order_by(col(Rating.id))
+            .execution_options(yield_per=BATCH)
+        )
+        for rating, item, rater, assignment in session.exec(query):
+            yield rating_row(rating, item, rater, assignment, experiment, names)

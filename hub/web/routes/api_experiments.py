@@ -1,0 +1,113 @@
+"""JSON API for human evaluations: admins create, launch and close experiments, invite raters and exclude them;
+everyone reads the results of the experiments they may see."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from hub.models import Backend, Rater
+from hub.services import experiment_results, experiments, raters
+from hub.settings import get_settings
+from hub.storage import get_storage
+from hub.web.deps import DatabaseId, SessionDep, UserDep, ViewerDep
+
+router = APIRouter(tags=["human evaluation"])
+
+
+def _backend_launch(experiment):
+    """MTurk experiments create their HITs at launch; the hub's own pages need nothing."""
+    if experiment.backend != Backend.mturk:
+        return None
+    from hub.services import mturk
+
+    client = mturk.mturk_client()
+    return lambda session, e: mturk.launch_hits(session, e, client)
+
+
+def _block(rater: Rater, reason: str) -> None:
+    from hub.services import mturk
+
+    mturk.block_worker(mturk.mturk_client(), rater, reason)
+
+
+@router.post("/api/experiments", status_code=201)
+def create(form: experiments.ExperimentForm, session: SessionDep, admin: UserDep) -> dict[str, Any]:
+    """A draft experiment with its cost estimate; nothing is shown to raters until launch."""
+    experiment = experiments.create_experiment(session, admin, form, get_storage())
+    return experiment_results.results(session, experiment, with_raters=True)
+
+
+@router.get("/api/experiments")
+def list_experiments(session: SessionDep, viewer: ViewerDep, dataset: str | None = None) -> list[dict[str, Any]]:
+    return [
+        experiment_results.experiment_json(e, *experiment_results.systems_of(session, e))
+        for e in experiments.visible_experiments(session, viewer, dataset=dataset)
+    ]
+
+
+@router.get("/api/experiments/{experiment_id}")
+def show(experiment_id: DatabaseId, session: SessionDep, viewer: ViewerDep) -> dict[str, Any]:
+    """Results: wins, ties, losses, win rate with interval, sign test, agreement; the rater table for admins."""
+    experiment = experiments.visible_experiment(session, experiment_id, viewer)
+    return experiment_results.results(session, experiment, with_raters=bool(viewer and viewer.is_admin))
+
+
+@router.post("/api/experiments/{experiment_id}/launch")
+def launch(experiment_id: DatabaseId, session: SessionDep, admin: UserDep) -> dict[str, Any]:
+    experiment = experiments.admin_experiment(session, admin, experiment_id)
+    experiment = experiments.launch(session, admin, experiment_id, backend_launch=_backend_launch(experiment))
+    return experiment_results.results(session, experiment, with_raters=True)
+
+
+@router.post("/api/experiments/{experiment_id}/close")
+def close(experiment_id: DatabaseId, session: SessionDep, admin: UserDep) -> dict[str, Any]:
+    return experiment_results.results(session, experiments.close(session, admin, experiment_id), with_raters=True)
+
+
+class InviteForm(BaseModel):
+    label: str = Field(default="", max_length=200)
+    cohort: bool = Field(default=False, description="One link for a group: each browser becomes its own rater.")
+
+
+@router.post("/api/experiments/{experiment_id}/invites", status_code=201)
+def invite(experiment_id: DatabaseId, body: InviteForm, session: SessionDep, admin: UserDep) -> dict[str, Any]:
+    """A new invite link (shown once: only its hash is kept)."""
+    experiment = experiments.admin_experiment(session, admin, experiment_id)
+    created, token = raters.create_invite(session, admin, experiment, label=body.label, cohort=body.cohort)
+    return {
+        "id": created.id,
+        "label": created.label,
+        "cohort": created.cohort,
+        "token": token,
+        "url": f"{get_settings().public_url.rstrip('/')}/rate/{token}",
+    }
+
+
+class Exclusion(BaseModel):
+    excluded: bool = True
+    reason: str = Field(default="", max_length=2_000)
+    block: bool = Field(default=False, description="Also block the worker on Mechanical Turk.")
+
+
+@router.post("/api/raters/{rater_id}/exclusion")
+def exclude(rater_id: DatabaseId, body: Exclusion, session: SessionDep, admin: UserDep) -> dict[str, Any]:
+    """Exclude a rater's judgements from results (reversible; the ratings stay, flagged), optionally block them."""
+    rater = raters.set_excluded(
+        session,
+        admin,
+        rater_id,
+        excluded=body.excluded,
+        reason=body.reason,
+        block=_block if body.block else None,
+    )
+    return {
+        "id": rater.id,
+        "rater": rater.public_hash,
+        "backend": rater.backend,
+        "excluded": rater.excluded,
+        "exclusion_reason": rater.exclusion_reason,
+        "blocked": rater.blocked,
+    }
