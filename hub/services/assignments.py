@@ -6,6 +6,9 @@
 - An assignment not submitted within the experiment's timeout is released: its slot goes back to the task.
 - Submitting inserts every rating and marks the assignment submitted in one transaction; a repeated submission
   (double click, retry after a lost response) is answered with the same completion code and writes nothing.
+- Every change of state is a conditional UPDATE whose rowcount says whether this request won; a transaction that
+  touches an existing assignment and its task locks the assignment row first, then the task row, so that two
+  requests never wait on each other in a cycle (PostgreSQL would abort one of them as a deadlock).
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
@@ -36,6 +40,8 @@ from hub.settings import get_settings
 
 CHOICES = {TieMode.single: ("left", "tie", "right"), TieMode.split: ("left", "both_good", "both_bad", "right")}
 DONE = (AssignmentStatus.submitted, AssignmentStatus.approved, AssignmentStatus.rejected)
+SUBMIT_ATTEMPTS = 3  # a submission loses at most two races: to a release, then to its own duplicate
+CANDIDATES = 20  # tasks read per round when looking for a free slot
 
 
 def assignment_key(assignment: Assignment) -> str:
@@ -55,27 +61,35 @@ def outcome_of(choice: str, left_is_a: bool) -> str:
 
 
 def release_expired(session: Session, experiment_id: int) -> int:
-    """Give the slots of timed-out assignments back to their tasks. Returns how many were released."""
+    """Give the slots of timed-out assignments back to their tasks, one short transaction each (so this never
+    holds one task's lock while it waits for another assignment's). Returns how many were released."""
     now = utcnow()
     stale = session.exec(
-        select(Assignment).where(
+        select(Assignment.id, Assignment.task_id).where(
             Assignment.experiment_id == experiment_id,
             Assignment.status == AssignmentStatus.active,
             col(Assignment.expires_at) < now,
         )
     ).all()
-    released = 0
-    for assignment in stale:
-        moved = session.execute(
-            update(Assignment)
-            .where(col(Assignment.id) == assignment.id, col(Assignment.status) == AssignmentStatus.active)
-            .values(status=AssignmentStatus.released)
-        ).rowcount
-        if moved:
-            session.execute(update(Task).where(col(Task.id) == assignment.task_id).values(claimed=Task.claimed - 1))
-            released += 1
     session.commit()
-    return released
+    return sum(_release(session, assignment_id, task_id, now) for assignment_id, task_id in stale)
+
+
+def _release(session: Session, assignment_id: int, task_id: int, now: datetime) -> bool:
+    """Release one assignment unless a racing request (its late submission, another release) changed it first."""
+    moved = session.execute(
+        update(Assignment)
+        .where(
+            col(Assignment.id) == assignment_id,
+            col(Assignment.status) == AssignmentStatus.active,
+            col(Assignment.expires_at) < now,
+        )
+        .values(status=AssignmentStatus.released)
+    ).rowcount
+    if moved:
+        session.execute(update(Task).where(col(Task.id) == task_id).values(claimed=Task.claimed - 1))
+    session.commit()
+    return bool(moved)
 
 
 def _take_slot(session: Session, task_id: int) -> bool:
@@ -85,6 +99,13 @@ def _take_slot(session: Session, task_id: int) -> bool:
         .values(claimed=Task.claimed + 1)
     ).rowcount
     return bool(taken)
+
+
+class NewAssignment(NamedTuple):
+    experiment_id: int
+    rater_id: int
+    timeout_minutes: int
+    external_assignment_id: str | None
 
 
 def claim_task(
@@ -111,40 +132,55 @@ def claim_task(
     ).first()
     if active is not None and (task is None or active.task_id == task.id):
         return active
-    done = select(Assignment.task_id).where(Assignment.rater_id == rater.id, Assignment.experiment_id == experiment.id)
+    # Plain values: every failed try rolls back, which would expire the ORM objects and reload them each time.
+    new = NewAssignment(experiment.id, rater.id, experiment.task_timeout_minutes, external_assignment_id)
     if task is not None:
-        candidates = [task]
-    else:
-        candidates = list(
-            session.exec(
-                select(Task)
-                .where(
-                    Task.experiment_id == experiment.id, col(Task.claimed) < col(Task.slots), col(Task.id).not_in(done)
-                )
-                .order_by(col(Task.claimed).desc(), col(Task.index))  # finish started tasks first
-                .limit(20)
-            )
-        )
-    for candidate in candidates:
-        if not _take_slot(session, candidate.id):
-            session.rollback()
-            continue
-        assignment = Assignment(
-            experiment_id=experiment.id,
-            task_id=candidate.id,
-            rater_id=rater.id,
-            external_assignment_id=external_assignment_id,
-            expires_at=utcnow() + timedelta(minutes=experiment.task_timeout_minutes),
-        )
-        session.add(assignment)
-        try:
-            session.commit()
-        except IntegrityError:  # this rater already had this task (a racing second tab): slot not taken
-            session.rollback()
-            continue
-        session.refresh(assignment)
-        return assignment
+        return _assign(session, task.id, new)
+    tried: set[int] = set()
+    # Racing raters may fill every task of a round first: read the next free ones until none is left.
+    while candidates := _free_tasks(session, new.experiment_id, new.rater_id, tried):
+        for task_id in candidates:
+            tried.add(task_id)
+            assignment = _assign(session, task_id, new)
+            if assignment is not None:
+                return assignment
     return None
+
+
+def _free_tasks(session: Session, experiment_id: int, rater_id: int, tried: set[int]) -> list[int]:
+    """Up to CANDIDATES tasks with a free slot that the rater has not done and this claim has not tried yet."""
+    done = select(Assignment.task_id).where(Assignment.rater_id == rater_id, Assignment.experiment_id == experiment_id)
+    query = (
+        select(Task.id)
+        .where(Task.experiment_id == experiment_id, col(Task.claimed) < col(Task.slots), col(Task.id).not_in(done))
+        .order_by(col(Task.claimed).desc(), col(Task.index))  # finish started tasks first
+        .limit(CANDIDATES)
+    )
+    if tried:
+        query = query.where(col(Task.id).not_in(tried))
+    return list(session.exec(query))
+
+
+def _assign(session: Session, task_id: int, new: NewAssignment) -> Assignment | None:
+    """A new assignment on the task if a slot is free, in one transaction; None (nothing written) if not."""
+    if not _take_slot(session, task_id):
+        session.rollback()
+        return None
+    assignment = Assignment(
+        experiment_id=new.experiment_id,
+        task_id=task_id,
+        rater_id=new.rater_id,
+        external_assignment_id=new.external_assignment_id,
+        expires_at=utcnow() + timedelta(minutes=new.timeout_minutes),
+    )
+    session.add(assignment)
+    try:
+        session.commit()
+    except IntegrityError:  # this rater already had this task (a racing second tab): slot not taken
+        session.rollback()
+        return None
+    session.refresh(assignment)
+    return assignment
 
 
 def task_items(session: Session, task_id: int) -> list[ExperimentItem]:
@@ -187,20 +223,41 @@ def _same_answers(session: Session, assignment: Assignment, choices: dict[int, s
 
 
 def submit(session: Session, assignment: Assignment, choices: dict[int, str]) -> Assignment:
-    """Store one rater's answers for a whole task, all or nothing. Returns the assignment with its completion code."""
+    """Store one rater's answers for a whole task, all or nothing. Returns the assignment with its completion code.
+
+    A racing request (the same submission twice at once, a release of the timed-out assignment) can change the
+    assignment between loading it and storing: the attempt then writes nothing and looks at the assignment again."""
     experiment = session.get(Experiment, assignment.experiment_id)
     if experiment is None:
         raise NotFound(f"no experiment #{assignment.experiment_id}")
     items = task_items(session, assignment.task_id)
     choices = _checked_choices(items, choices, experiment.tie_mode)
-    if assignment.status in DONE:
-        if _same_answers(session, assignment, choices):
-            return assignment  # the same submission again: same code, nothing written
-        raise Conflict("this task was already submitted with different answers")
-    if experiment.status != ExperimentStatus.open:
-        raise Conflict(f"experiment #{experiment.id} is closed: it takes no more ratings")
+    for _ in range(SUBMIT_ATTEMPTS):
+        if assignment.status in DONE:
+            if _same_answers(session, assignment, choices):
+                return assignment  # the same submission again: same code, nothing written
+            raise Conflict("this task was already submitted with different answers")
+        if experiment.status != ExperimentStatus.open:
+            raise Conflict(f"experiment #{experiment.id} is closed: it takes no more ratings")
+        if _store(session, experiment, assignment, items, choices):
+            session.refresh(assignment)
+            return assignment
+        session.refresh(assignment)
+    raise Conflict("this task is being submitted by another request at the same moment; try again in a moment")
+
+
+def _store(
+    session: Session,
+    experiment: Experiment,
+    assignment: Assignment,
+    items: list[ExperimentItem],
+    choices: dict[int, str],
+) -> bool:
+    """One attempt at storing the answers, in one transaction. False (rolled back) when a racing request changed the
+    assignment first; Conflict when it timed out and its task has no free slot any more."""
     if assignment.status == AssignmentStatus.released and not _reclaim(session, assignment):
-        raise Conflict("this task timed out and went to another rater; open the link again for a new one")
+        session.rollback()
+        return False
     now = utcnow()
     moved = session.execute(
         update(Assignment)
@@ -212,10 +269,9 @@ def submit(session: Session, assignment: Assignment, choices: dict[int, str]) ->
             completion_code=secrets.token_hex(5).upper(),
         )
     ).rowcount
-    if not moved:  # a racing duplicate of this very submission won
+    if not moved:  # released, or submitted by a racing duplicate of this very submission
         session.rollback()
-        session.refresh(assignment)
-        return submit(session, assignment, choices)
+        return False
     for item in items:
         session.add(
             Rating(
@@ -233,28 +289,26 @@ def submit(session: Session, assignment: Assignment, choices: dict[int, str]) ->
         session.commit()
     except IntegrityError:
         session.rollback()
-        session.refresh(assignment)
-        return submit(session, assignment, choices)
-    session.refresh(assignment)
-    return assignment
+        return False
+    return True
 
 
-def _aware(moment):
-    from datetime import UTC
-
+def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _reclaim(session: Session, assignment: Assignment) -> bool:
-    """A released assignment submitted late keeps its work if its task still has a free slot."""
-    if not _take_slot(session, assignment.task_id):
-        session.rollback()
-        return False
-    session.execute(
+    """A released assignment submitted late keeps its work if its task still has a free slot: it goes back to active
+    and takes the slot in the caller's transaction (assignment row first, then the task row, as everywhere else).
+    False when a racing request moved it first; Conflict (rolled back) when no slot is free."""
+    moved = session.execute(
         update(Assignment)
         .where(col(Assignment.id) == assignment.id, col(Assignment.status) == AssignmentStatus.released)
         .values(status=AssignmentStatus.active)
-    )
-    session.commit()
-    session.refresh(assignment)
+    ).rowcount
+    if not moved:
+        return False
+    if not _take_slot(session, assignment.task_id):
+        session.rollback()
+        raise Conflict("this task timed out and went to another rater; open the link again for a new one")
     return True

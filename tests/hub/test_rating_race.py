@@ -313,14 +313,6 @@ def test_raters_racing_for_the_last_slot_one_wins_and_a_released_slot_goes_out_o
     assert released == 3 - late_kept
 
 
-RECLAIM_BUG = (
-    "hub/services/assignments.py _reclaim (lines 248-258) takes a slot before moving the assignment back to active "
-    "and ignores that UPDATE's rowcount: the duplicate takes a second slot (claimed counter leaks, 3 free) "
-    "or is refused with 409 'timed out' although the first request kept the work (1 free)"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=RECLAIM_BUG)
 @pytest.mark.parametrize("free_slots", [1, 3])
 def test_the_same_late_submission_twice_at_once_gets_one_code_and_takes_one_slot(race_db, free_slots):
     """A timed-out assignment submitted twice at the same instant (a double click) after its slot was released: both
@@ -344,11 +336,6 @@ def test_the_same_late_submission_twice_at_once_gets_one_code_and_takes_one_slot
     assert ledger_problems(engine, experiment.id) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hub/services/assignments.py claim_task (lines 115-147) tries only the 20 candidate tasks it read "
-    "(.limit(20), line 125) and returns None when racing raters filled them, though other tasks are still free",
-)
 def test_raters_arriving_together_all_get_work_while_free_tasks_remain(race_db, monkeypatch):
     """120 one-prompt tasks of one slot each, 25 raters at once: there is work for every one of them.
 
@@ -376,12 +363,6 @@ def test_raters_arriving_together_all_get_work_while_free_tasks_remain(race_db, 
     assert sum(r is None for r in results) == 0, "raters were told nothing is left while free tasks remained"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hub/services/assignments.py release_expired (lines 57-79) releases every stale assignment in one "
-    "transaction, locking assignment, task, assignment, ...; a late submit locks its assignment, then the task "
-    "(lines 205-231): PostgreSQL finds a deadlock and aborts one of them (HTTP 500)",
-)
 @pytest.mark.parametrize("race_db", ["postgresql"], indirect=True)
 def test_a_late_submission_and_a_release_of_the_same_task_do_not_deadlock(race_db):
     """Three assignments of one task time out; the middle one is submitted late while another rater's visit
