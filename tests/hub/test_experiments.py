@@ -7,6 +7,7 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
+import sqlalchemy as sa
 from sqlmodel import Session, select
 
 from hub import storage
@@ -167,6 +168,37 @@ def test_submitting_twice_is_idempotent_and_different_answers_conflict(hub_env, 
         assert count == len(answers)
         with pytest.raises(Conflict, match="different answers"):
             assignments.submit(session, second, {k: "left" for k in answers})
+
+
+def test_a_submission_that_keeps_losing_races_gives_up_with_409_after_three_attempts(hub_env, admin_user, baselines):
+    """Each time the submission moves its assignment, a racing request has just moved it first (released it, then
+    put it back): the submission looks again three times, then tells the rater to retry, and writes nothing."""
+    experiment = new_experiment(hub_env, admin_user, baselines)
+    with Session(hub_env) as session:
+        experiment = session.get(Experiment, experiment.id)
+        assignment = assignments.claim_task(session, experiment, raters.rater_for(session, "hub", "unlucky"))
+        answers = _answer_all(session, assignment)
+    flip = "UPDATE assignment SET status = CASE status WHEN 'active' THEN 'released' ELSE 'active' END WHERE id = :a"
+    raced = []
+
+    def racing_request(conn, cursor, statement, parameters, context, executemany):
+        if statement.startswith("UPDATE assignment SET") and "CASE" not in statement:  # not its own flip
+            with hub_env.begin() as other:
+                other.execute(sa.text(flip), {"a": assignment.id})
+            raced.append(statement)
+
+    sa.event.listen(hub_env, "before_cursor_execute", racing_request)
+    try:
+        with Session(hub_env) as session, pytest.raises(Conflict, match="another request at the same moment") as lost:
+            assignments.submit(session, session.get(Assignment, assignment.id), answers)
+    finally:
+        sa.event.remove(hub_env, "before_cursor_execute", racing_request)
+    assert lost.value.status_code == 409
+    assert len(raced) == 3
+    with Session(hub_env) as session:
+        assert session.exec(select(Rating).where(Rating.assignment_id == assignment.id)).all() == []
+        assert session.get(Task, assignment.task_id).completed == 0
+        assert session.get(Assignment, assignment.id).completion_code is None
 
 
 def test_missing_forged_or_invalid_answers_are_refused_and_nothing_is_stored(hub_env, admin_user, baselines):
