@@ -142,7 +142,9 @@ def submit(
         )
 
 
-ratings_app = typer.Typer(help="Human judgements: import them from other systems.", no_args_is_help=True)
+ratings_app = typer.Typer(
+    help="Human judgements: import them from other systems, refit the published IRT model.", no_args_is_help=True
+)
 app.add_typer(ratings_app, name="ratings")
 
 
@@ -165,6 +167,34 @@ def import_chateval_command(
     with Session(get_engine()) as session:
         created = import_chateval(session, votes, prompts_dir)
     out.print(f"imported {len(created)} experiment(s)" + (f": #{created[0]}-#{created[-1]}" if created else ""))
+    if created:
+        out.print("the published IRT fits follow within 10 minutes (the refit job), or now: chateval ratings refit-irt")
+
+
+@ratings_app.command("refit-irt")
+def refit_irt_command(
+    dataset: Annotated[list[str] | None, typer.Option(help="Refit this dataset (repeatable; default: all).")] = None,
+    bootstrap: Annotated[int, typer.Option(min=1, help="Prompt-level bootstrap replicates.")] = 200,
+) -> None:
+    """Refit the published IRT model of each dataset whose public judgements changed since its last fit (what the
+    periodic job does), with a progress bar per dataset."""
+    from rich.progress import Progress, TaskID
+
+    from hub.db import get_engine
+    from hub.migrate import upgrade
+    from hub.services.irt_fits import judged_datasets, refit
+
+    upgrade()
+    engine = get_engine()
+    for name in dataset or judged_datasets(engine):
+        with Progress(console=err, transient=True) as bar:
+            task = bar.add_task(f"IRT fit of {name}", total=1.0)
+
+            def advance(done: float, bar: Progress = bar, task: TaskID = task) -> None:
+                bar.update(task, completed=done)
+
+            fit_id = refit(engine, name, bootstrap=bootstrap, progress=advance)
+        out.print(f"{name}: " + (f"fit #{fit_id} published" if fit_id else "unchanged (or too few judgements)"))
 
 
 @app.command("export")

@@ -33,6 +33,12 @@ Fields per kind (timestamps are ISO 8601):
   items: the real or known-better response), rater (salted hash; never the worker id), backend (hub | mturk |
   import), task_id, assignment_id, external_assignment_id, created_at, submitted_at, seconds_on_task (whole task),
   excluded and exclusion_reason (an admin's exclusion: the rows stay, flagged).
+- `irt_systems`, `irt_pairs`, `irt_prompts`: the newest IRT fit of every dataset with public judgements, one row per
+  system (ability with its bootstrap interval, rank and rank interval, tier, judgements, anchor), per pair of
+  systems (difference A - B with interval, bootstrap standard error, p-value and corrected p-value, significant)
+  and per prompt (discrimination, standard error of its logarithm, judgements, rank, 1 = most discriminating).
+  Every row carries fit_id, dataset, fitted_at and the fit's method signature; `chateval irt fit --ratings
+  ratings.jsonl` refits them from the `ratings` download.
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ from sqlmodel import Session, col, select
 from evaluation.dataset import Dataset
 from hub.errors import HubError, NotFound
 from hub.models import Score, Submission, System
-from hub.services import ratings_rows
+from hub.services import irt_rows, ratings_rows
 from hub.services.leaderboard import RESULT_STATUSES, finite, installed_dataset, read_responses
 from hub.services.submissions import can_view
 from hub.storage import Storage
@@ -90,6 +96,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     ),
     "responses": ("submission_id", "system_id", "dataset", "dataset_fingerprint", "prompt_id", "response"),
     "ratings": ratings_rows.FIELDS,
+    **irt_rows.FIELDS,
 }
 MEDIA_TYPES = {"jsonl": "application/x-ndjson; charset=utf-8", "csv": "text/csv; charset=utf-8"}
 BATCH = 500  # rows fetched from the database and written to the client at a time
@@ -225,6 +232,7 @@ ROWS: dict[str, Callable[[Session, Storage], Iterator[Row]]] = {
     "scores": _scores,
     "responses": _responses,
     "ratings": lambda session, _storage: ratings_rows.ratings_rows(session),
+    **{kind: (lambda session, _storage, kind=kind: irt_rows.irt_rows(session, kind)) for kind in irt_rows.FIELDS},
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Engine
@@ -48,8 +49,16 @@ def _anchor(session: Session, systems: tuple[str, ...]) -> str | None:
     return next((name for name in session.exec(query) if name in systems), None)
 
 
-def refit(engine: Engine, dataset_name: str, *, bootstrap: int = BOOTSTRAP) -> int | None:
-    """Fit and store when the public judgements changed since the latest fit; the new fit's id, else None."""
+def refit(
+    engine: Engine,
+    dataset_name: str,
+    *,
+    bootstrap: int = BOOTSTRAP,
+    progress: Callable[[float], None] | None = None,
+) -> int | None:
+    """Fit and store when the public judgements changed since the latest fit; the new fit's id, else None.
+
+    progress, if given, is called with the fraction of the fit and its bootstrap done."""
     from evaluation.irt.result import fit_report
     from evaluation.judgements import from_records
 
@@ -63,7 +72,9 @@ def refit(engine: Engine, dataset_name: str, *, bootstrap: int = BOOTSTRAP) -> i
         if previous is not None and previous.judgements_digest == rows_digest:
             return None
         judgements = from_records(rows, name=f"{dataset_name} ratings", qualify_prompts=False)
-        report = fit_report(judgements, anchor=_anchor(session, judgements.systems), bootstrap=bootstrap, seed=SEED)
+        report = fit_report(
+            judgements, anchor=_anchor(session, judgements.systems), bootstrap=bootstrap, seed=SEED, progress=progress
+        )
         payload = report.to_json()
         fit = IrtFit(
             dataset_name=dataset_name,
@@ -78,10 +89,13 @@ def refit(engine: Engine, dataset_name: str, *, bootstrap: int = BOOTSTRAP) -> i
         return fit.id
 
 
-def refit_all(engine: Engine) -> list[int]:
-    """The periodic job: refit every dataset whose public judgements changed."""
+def judged_datasets(engine: Engine) -> list[str]:
     from hub.models import Experiment
 
     with Session(engine) as session:
-        datasets = sorted(set(session.exec(select(Experiment.dataset_name))))
-    return [fit_id for name in datasets if (fit_id := refit(engine, name)) is not None]
+        return sorted(set(session.exec(select(Experiment.dataset_name))))
+
+
+def refit_all(engine: Engine) -> list[int]:
+    """The periodic job: refit every dataset whose public judgements changed."""
+    return [fit_id for name in judged_datasets(engine) if (fit_id := refit(engine, name)) is not None]

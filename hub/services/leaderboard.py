@@ -107,9 +107,12 @@ def _columns(latest: dict[int, dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def sort_value(row: dict[str, Any], key: str) -> float | None:
-    """A leaderboard row's value in a column: a metric's latest score, or a human win rate (`human:BASELINE_ID`)."""
+    """A leaderboard row's value in a column: a metric's latest score, a human win rate (`human:BASELINE_ID`) or
+    the IRT ability (`irt`)."""
     if key in row.get("human", {}):
         return row["human"][key]["win_rate"]
+    if key == "irt":
+        return (row.get("irt") or {}).get("ability")
     return row["scores"].get(key, {}).get("corpus")
 
 
@@ -124,9 +127,11 @@ def _sorted_rows(rows: list[dict[str, Any]], key: str, order: str) -> list[dict[
 def leaderboard(
     session: Session, dataset_name: str, viewer: User | None, *, sort: str | None = None, order: str | None = None
 ) -> dict[str, Any]:
-    """One row per visible scored submission of the dataset, with the latest score of each metric and, under
-    `human`, its human win rate against each baseline it was judged against (columns in `human_columns`)."""
+    """One row per visible scored submission of the dataset, with the latest score of each metric, under
+    `human` its human win rate against each baseline it was judged against (columns in `human_columns`) and under
+    `irt` its ability in the dataset's newest IRT fit (the column in `irt_column`, None before any fit)."""
     from hub.services.human_summaries import leaderboard_human  # it needs experiments, which import this module
+    from hub.services.irt_views import leaderboard_cells
 
     dataset = installed_dataset(dataset_name)
     if order is not None and order not in ORDERS:
@@ -156,12 +161,15 @@ def leaderboard(
         for submission, system in visible
     ]
     human_columns, human_cells = leaderboard_human(session, dataset.name, viewer, [row["system_id"] for row in rows])
+    irt_column, irt_cells = leaderboard_cells(session, dataset.name)
     for row in rows:
         row["human"] = human_cells.get(row["system_id"], {})
+        row["irt"] = irt_cells.get(row["system_id"])
     columns = _columns(latest)
     sort = sort or DEFAULT_SORT
     if order is None:
-        higher = {**columns, **{c["key"]: c for c in human_columns}}.get(sort, {}).get("higher_is_better")
+        extra = [*human_columns, *([irt_column] if irt_column else [])]
+        higher = {**columns, **{c["key"]: c for c in extra}}.get(sort, {}).get("higher_is_better")
         order = "desc" if higher is True else "asc"
     return {
         "dataset": dataset_json(dataset),
@@ -169,6 +177,7 @@ def leaderboard(
         "order": order,
         "columns": list(columns.values()),
         "human_columns": human_columns,
+        "irt_column": irt_column,
         "rows": _sorted_rows(rows, sort, order),
     }
 
@@ -205,6 +214,7 @@ def system_profile(session: Session, system_id: int, viewer: User | None) -> dic
     """Metadata, every visible submission with all its scores (every metric version) and, under `human`, the
     results of every launched human evaluation of the system the viewer may see. No owner details."""
     from hub.services.human_summaries import system_human  # it needs experiments, which import this module
+    from hub.services.irt_views import system_irt
 
     system, submissions = visible_system(session, system_id, viewer)
     scores: dict[int, list[Score]] = defaultdict(list)
@@ -235,6 +245,7 @@ def system_profile(session: Session, system_id: int, viewer: User | None) -> dic
             for s in submissions
         ],
         "human": system_human(session, system, viewer),
+        "irt": system_irt(session, system),
     }
 
 

@@ -23,6 +23,8 @@ from hub.web.routes import (
     pages_account,
     pages_admin,
     pages_admin_experiments,
+    pages_experiments,
+    pages_irt,
     pages_mturk,
     pages_public,
     pages_rating,
@@ -74,6 +76,8 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
     app.include_router(pages_admin.router)
     app.include_router(pages_admin_experiments.router)
     app.include_router(pages_public.router)
+    app.include_router(pages_irt.router)
+    app.include_router(pages_experiments.router)
     app.include_router(pages_rating.router)
     app.include_router(pages_mturk.router)
     return app

@@ -24,7 +24,6 @@ from hub.services.accounts import create_token, create_user
 from hub.services.demo import seed_baselines
 from hub.storage import get_storage
 from hub.web.app import create_app
-from hub.web.routes import pages_experiments
 from tests.hub.conftest import DATASET, _clear_caches, auth
 
 HTML = {"Accept": "text/html"}
@@ -113,13 +112,6 @@ class Site:
         return response.json()
 
 
-def _app():
-    app = create_app()
-    if not any(getattr(route, "path", None) == "/experiments" for route in app.routes):
-        app.include_router(pages_experiments.router)  # until hub/web/app.py registers it
-    return app
-
-
 def _counts(judged: list[tuple[str, str]], auto_ties: int) -> dict[str, int]:
     counts = {"A": 0, "tie": auto_ties, "B": 0}
     for _, outcome in judged:
@@ -195,7 +187,7 @@ def site(tmp_path_factory):
                 counts_all=_counts(judged, SAME),
                 rater_ids=rater_ids,
             )
-        with TestClient(_app()) as client:
+        with TestClient(create_app()) as client:
             site.client = client
             yield site
         engine.dispose()

@@ -12,7 +12,7 @@ from fastapi.responses import StreamingResponse
 
 from hub.db import get_engine
 from hub.errors import BadRequest
-from hub.services import exports, leaderboard
+from hub.services import exports, irt_views, leaderboard
 from hub.storage import get_storage
 from hub.web.deps import DatabaseId, SessionDep, ViewerDep
 
@@ -51,6 +51,19 @@ def datasets() -> list[dict[str, Any]]:
 @router.get("/datasets/{name}")
 def dataset(name: str) -> dict[str, Any]:
     return leaderboard.dataset_detail(name)
+
+
+@router.get("/datasets/{name}/prompts/{prompt_id}")
+def prompt(name: str, prompt_id: str, session: SessionDep) -> dict[str, Any]:
+    """A prompt's conversation, references and its discrimination in the dataset's newest IRT fit."""
+    return irt_views.prompt_detail(session, name, prompt_id)
+
+
+@router.get("/irt/{dataset}")
+def dataset_irt(dataset: str, session: SessionDep) -> dict[str, Any]:
+    """The newest IRT fit of the dataset's public judgements (`fit` is null before the first): abilities with
+    intervals, every pairwise difference with corrected p-values, prompt discriminations, the method signature."""
+    return irt_views.dataset_irt(session, dataset)
 
 
 @router.get("/leaderboards/{dataset}")

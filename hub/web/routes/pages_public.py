@@ -14,7 +14,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from hub.errors import NotFound
-from hub.services import exports, leaderboard
+from hub.services import exports, irt_views, leaderboard
 from hub.storage import get_storage
 from hub.web.deps import SessionDep, ViewerDep
 from hub.web.routes.api_public import MAX_COMPARED_SYSTEMS, _system_ids
@@ -46,8 +46,14 @@ def datasets_page(request: Request, viewer: ViewerDep):
 
 
 @router.get("/datasets/{name}")
-def dataset_page(request: Request, name: str, viewer: ViewerDep):
-    context = {"viewer": viewer, "dataset": leaderboard.dataset_detail(name), "json_url": f"/api/datasets/{name}"}
+def dataset_page(request: Request, name: str, session: SessionDep, viewer: ViewerDep):
+    """The prompts, each with its discrimination in the newest IRT fit (statistics at `/irt/NAME`)."""
+    context = {
+        "viewer": viewer,
+        "dataset": leaderboard.dataset_detail(name),
+        "discrimination": irt_views.discrimination_by_prompt(session, name),
+        "json_url": f"/api/datasets/{name}",
+    }
     return render(request, "dataset.html", context)
 
 
@@ -71,10 +77,10 @@ def _sort_columns(board: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _ranked_rows(board: dict[str, Any], columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows with one cell per column and a rank for those that have a value for the sorted metric."""
+    """Rows with one cell per column and a rank for those that have a value for the sorted column."""
     rows, rank = [], 0
     for row in board["rows"]:
-        has_value = row["scores"].get(board["sort"], {}).get("corpus") is not None
+        has_value = leaderboard.sort_value(row, board["sort"]) is not None
         rank += has_value
         cells = [row["scores"].get(column["metric"]) for column in columns]
         rows.append({**row, "rank": rank if has_value else None, "cells": cells})

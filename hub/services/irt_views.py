@@ -1,0 +1,230 @@
+"""Published IRT fits as view-models: a dataset's abilities and significant differences, prompt discriminations,
+the IRT cells of a leaderboard and the significant results of a system profile.
+
+A stored fit names the systems it saw. Only systems public on the dataset now are shown (one withdrawn since the
+fit was made is left out, with its pairs), so a fit never publishes more than the ratings download does.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from hub.errors import HubError, NotFound
+from hub.models import Experiment, ExperimentItem, IrtFit, System
+from hub.services.datasets import installed_dataset
+from hub.services.experiments import experiment_is_public
+from hub.services.irt_fits import MIN_JUDGEMENTS, latest_fit
+
+IRT_SORT_KEY = "irt"  # the leaderboard column of IRT abilities
+
+
+def public_systems(session: Session, dataset_name: str) -> dict[str, System]:
+    """Name -> system, for every system of a public experiment on the dataset (the systems a fit may show)."""
+    query = select(Experiment).where(Experiment.dataset_name == dataset_name).order_by(col(Experiment.id))
+    found: dict[str, System] = {}
+    for experiment in session.exec(query):
+        if not experiment_is_public(session, experiment):
+            continue
+        for system_id in (experiment.system_a_id, experiment.system_b_id):
+            system = session.get(System, system_id)
+            if system is not None:
+                found[system.name] = system
+    return found
+
+
+def fitted_datasets(session: Session) -> list[str]:
+    return sorted(set(session.exec(select(IrtFit.dataset_name))))
+
+
+def _system_row(row: dict[str, Any], system: System) -> dict[str, Any]:
+    return {**row, "system_id": system.id, "is_baseline": system.is_baseline, "url": f"/systems/{system.id}"}
+
+
+def _better(pair: dict[str, Any]) -> str | None:
+    """The name of the significantly better system of a pair, or None when the two are not separable."""
+    if not pair["significant"] or pair["difference"] is None:
+        return None
+    return pair["system_a"] if pair["difference"] > 0 else pair["system_b"]
+
+
+def _band(rank: int, of: int) -> str:
+    """`high` for the top quarter of prompts by discrimination, `low` for the bottom quarter, else `average`."""
+    if rank <= math.ceil(of / 4):
+        return "high"
+    return "low" if rank > of - of // 4 else "average"
+
+
+def published_fit(session: Session, dataset_name: str) -> dict[str, Any] | None:
+    """The newest fit of the dataset, restricted to systems public now; None when the dataset has no fit yet."""
+    fit = latest_fit(session, dataset_name)
+    if fit is None:
+        return None
+    report, shown = fit.report, public_systems(session, dataset_name)
+    systems = [_system_row(row, shown[row["system"]]) for row in report["systems"] if row["system"] in shown]
+    pairs = [{**p, "better": _better(p)} for p in report["pairs"] if p["system_a"] in shown and p["system_b"] in shown]
+    return {
+        "fit_id": fit.id,
+        "dataset": dataset_name,
+        "fitted_at": fit.created_at.isoformat(),
+        "signature": report["signature"],
+        "signature_text": report["signature_text"],
+        "anchor": report["anchor"],
+        "tau": report["tau"],
+        "tie_rate": report["tie_rate"],
+        "human_tie_rate": report["human_tie_rate"],
+        "n_judgements": report["n_judgements"],
+        "n_auto_ties": report["n_auto_ties"],
+        "converged": report["converged"],
+        "systems": systems,
+        "pairs": pairs,
+        "prompts": report["prompts"],
+        "most_discriminating": report["most_discriminating"],
+        "least_discriminating": report["least_discriminating"],
+        "url": f"/irt/{dataset_name}",
+    }
+
+
+def dataset_irt(session: Session, dataset_name: str) -> dict[str, Any]:
+    """The statistics page's view-model: 404 when the dataset has neither a fit nor an installed release."""
+    fit = published_fit(session, dataset_name)
+    if fit is None:
+        try:
+            installed_dataset(dataset_name)
+        except HubError as exc:
+            raise NotFound(f"no IRT fit for dataset {dataset_name!r}") from exc
+    return {"dataset": dataset_name, "fit": fit, "min_judgements": MIN_JUDGEMENTS}
+
+
+def leaderboard_cells(session: Session, dataset_name: str) -> tuple[dict[str, Any] | None, dict[int, dict[str, Any]]]:
+    """The fit's summary for the column header and, per system id, its ability cell."""
+    fit = published_fit(session, dataset_name)
+    if fit is None:
+        return None, {}
+    header = {
+        "key": IRT_SORT_KEY,
+        "label": "IRT ability",
+        "signature": fit["signature_text"],
+        "anchor": fit["anchor"],
+        "url": fit["url"],
+        "higher_is_better": True,
+    }
+    return header, {row["system_id"]: row for row in fit["systems"]}
+
+
+def _verdict(pair: dict[str, Any], name: str) -> dict[str, Any]:
+    """A pair from `name`'s side: the difference (its ability minus the other's) and whether it is significant."""
+    flip = pair["system_b"] == name
+    low, high = pair["interval"]
+    difference = pair["difference"]
+    if flip:
+        difference = None if difference is None else -difference
+        low, high = (None if high is None else -high), (None if low is None else -low)
+    significant = bool(pair["significant"])
+    better = difference is not None and difference > 0
+    verdict = ("better" if better else "worse") if significant else "not separable"
+    return {
+        "difference": difference,
+        "interval": [low, high],
+        "p_adjusted": pair["p_adjusted"],
+        "significant": significant,
+        "verdict": verdict,
+    }
+
+
+def system_irt(session: Session, system: System) -> list[dict[str, Any]]:
+    """Per fitted dataset where the system is public: its ability, rank and tier, and its difference from every
+    other system with the corrected significance (baselines first)."""
+    results = []
+    for dataset_name in fitted_datasets(session):
+        fit = published_fit(session, dataset_name)
+        mine = next((row for row in fit["systems"] if row["system_id"] == system.id), None) if fit else None
+        if fit is None or mine is None:
+            continue
+        others = {row["system"]: row for row in fit["systems"] if row["system_id"] != system.id}
+        comparisons = [
+            {"other": others[other], **_verdict(pair, system.name)}
+            for pair in fit["pairs"]
+            if system.name in (pair["system_a"], pair["system_b"])
+            and (other := pair["system_b"] if pair["system_a"] == system.name else pair["system_a"]) in others
+        ]
+        comparisons.sort(key=lambda c: (not c["other"]["is_baseline"], c["other"]["rank"]))
+        results.append(
+            {
+                "dataset": dataset_name,
+                "fit_id": fit["fit_id"],
+                "url": fit["url"],
+                "signature": fit["signature_text"],
+                "system": mine,
+                "systems_fitted": len(fit["systems"]),
+                "baselines_fitted": sum(1 for row in fit["systems"] if row["is_baseline"]),
+                "comparisons": comparisons,
+                "beats_baselines": [
+                    c["other"]["system"] for c in comparisons if c["other"]["is_baseline"] and c["verdict"] == "better"
+                ],
+            }
+        )
+    return results
+
+
+def _public_prompt_context(session: Session, dataset_name: str, prompt_id: str) -> list[dict[str, Any]] | None:
+    """The conversation a public experiment showed for the prompt (datasets imported with their judgements only)."""
+    query = (
+        select(ExperimentItem, Experiment)
+        .join(Experiment, col(Experiment.id) == col(ExperimentItem.experiment_id))
+        .where(Experiment.dataset_name == dataset_name, ExperimentItem.prompt_id == prompt_id)
+        .order_by(col(ExperimentItem.id))
+    )
+    for item, experiment in session.exec(query):
+        if item.context and experiment_is_public(session, experiment):
+            return list(item.context)
+    return None
+
+
+def prompt_detail(session: Session, dataset_name: str, prompt_id: str) -> dict[str, Any]:
+    """A prompt's conversation and references (from the installed release, else as rated) and its discrimination
+    in the newest fit, with its rank among the dataset's prompts."""
+    context, references = None, []
+    try:
+        dataset = installed_dataset(dataset_name)
+    except HubError:
+        dataset = None
+    prompt = next((p for p in dataset.prompts if p.id == prompt_id), None) if dataset else None
+    if prompt is not None:
+        context, references = [t.model_dump() for t in prompt.context], list(prompt.references)
+    fit = published_fit(session, dataset_name)
+    table = fit["prompts"] if fit else []
+    position = next((i for i, row in enumerate(table) if row["prompt"] == prompt_id), None)
+    if prompt is None and position is None:
+        raise NotFound(f"no prompt {prompt_id!r} in dataset {dataset_name!r}")
+    if context is None:
+        context = _public_prompt_context(session, dataset_name, prompt_id) or []
+    irt = None
+    if fit is not None and position is not None:
+        irt = {
+            **table[position],
+            "rank": position + 1,
+            "of": len(table),
+            "band": _band(position + 1, len(table)),
+            "fit_id": fit["fit_id"],
+            "signature": fit["signature_text"],
+            "url": fit["url"],
+        }
+    return {
+        "dataset": dataset_name,
+        "prompt_id": prompt_id,
+        "installed": prompt is not None,
+        "context": context,
+        "references": references,
+        "irt": irt,
+    }
+
+
+def discrimination_by_prompt(session: Session, dataset_name: str) -> dict[str, dict[str, Any]]:
+    """Prompt id -> its row in the newest fit (for the dataset page's prompt list)."""
+    fit = published_fit(session, dataset_name)
+    if fit is None:
+        return {}
+    return {row["prompt"]: {**row, "rank": rank} for rank, row in enumerate(fit["prompts"], start=1)}

@@ -1,0 +1,254 @@
+"""Published IRT fits: the refit job stores a fit only when the public judgements changed; the statistics page, the
+leaderboard column, the profile's significant results, prompt pages and the IRT downloads show it; a private system
+never appears; and the published abilities are refitted exactly from the public ratings download by the CLI.
+
+Judgements are drawn from the model itself with known abilities (strong > retrieval > echo), so the significant
+differences the pages must report are known in advance."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import Session, func, select
+
+from evaluation.dataset import load_dataset
+from hub import db
+from hub.migrate import upgrade
+from hub.models import Experiment, IrtFit, ItemKind, Submission, SubmissionStatus, System, User
+from hub.services import assignments, experiments, irt_fits, raters
+from hub.services.accounts import create_user
+from hub.services.demo import seed_baselines
+from hub.storage import get_storage
+from hub.web.app import create_app
+from tests.hub.conftest import DATASET, _clear_caches
+
+HTML = {"Accept": "text/html"}
+TRUTH = {"Strong bot": 1.6, "retrieval": 0.0, "echo": -1.2, "Hidden bot": 3.0}
+TAU = 0.6
+PROMPTS = 40
+RATERS = 3
+BOOTSTRAP = 60
+PRIVATE = "Hidden bot"
+SIDE = {"A": ("left", "right"), "B": ("right", "left")}
+
+
+def _sigmoid(x: float) -> float:
+    return 1 / (1 + np.exp(-x))
+
+
+def _draw(rng: np.random.Generator, ability_a: float, ability_b: float) -> str:
+    gap = ability_a - ability_b
+    p_a, p_b = _sigmoid(gap - TAU), _sigmoid(-gap - TAU)
+    return str(rng.choice(["A", "B", "tie"], p=[p_a, p_b, 1 - p_a - p_b]))
+
+
+def _rate_all(session: Session, experiment: Experiment, names: tuple[str, str], rng, prefix: str) -> int:
+    """Three hub raters take every task and answer from the model; attention checks get their expected answer."""
+    judged = 0
+    for r in range(RATERS):
+        rater = raters.rater_for(session, "hub", f"{prefix}-rater-{r}")
+        while (assignment := assignments.claim_task(session, experiment, rater)) is not None:
+            choices = {}
+            for item in assignments.task_items(session, assignment.task_id):
+                outcome = item.expected or _draw(rng, TRUTH[names[0]], TRUTH[names[1]])
+                choices[item.id] = "tie" if outcome == "tie" else SIDE[outcome][0 if item.left_is_a else 1]
+                judged += item.kind == ItemKind.pair
+            assignments.submit(session, assignment, choices)
+    return judged
+
+
+def _submitted_system(session: Session, name: str, owner_id: int, public: bool, lines: list[str]) -> System:
+    system = System(name=name, owner_id=owner_id, is_public=public)
+    session.add(system)
+    session.commit()
+    session.add(
+        Submission(
+            system_id=system.id,
+            dataset_name=DATASET,
+            dataset_fingerprint=load_dataset(DATASET).fingerprint,
+            responses_sha256=get_storage().put(("\n".join(lines) + "\n").encode()),
+            status=SubmissionStatus.evaluated,
+        )
+    )
+    session.commit()
+    return system
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HUB_DATA_DIR", str(tmp_path_factory.mktemp("irt-pages") / "hub-data"))
+        for name in ("HUB_DATABASE_URL", "HUB_STORAGE_URL", "HUB_QUEUE_URL"):
+            patch.delenv(name, raising=False)
+        _clear_caches()
+        upgrade()
+        engine = db.get_engine()
+        seed_baselines(engine, get_storage(), names=["echo", "retrieval"])
+        dataset = load_dataset(DATASET)
+        rng = np.random.default_rng(2019)
+        with Session(engine) as session:
+            admin = create_user(session, email="admin@example.org", password="x" * 12, display_name="a", is_admin=True)
+            owner = create_user(session, email="owner@example.org", password="x" * 12, display_name="o")
+            systems = {s.name: s for s in session.exec(select(System))}
+            references = [p.references[0] for p in dataset.prompts]
+            systems["Strong bot"] = _submitted_system(session, "Strong bot", owner.id, True, references)
+            systems[PRIVATE] = _submitted_system(
+                session, PRIVATE, owner.id, False, [p.references[1] for p in dataset.prompts]
+            )
+            admin = session.get(User, admin.id)
+            pairs = [("Strong bot", "echo"), ("Strong bot", "retrieval"), ("retrieval", "echo"), (PRIVATE, "echo")]
+            judged = 0
+            for index, (a, b) in enumerate(pairs):
+                form = experiments.ExperimentForm(
+                    dataset=DATASET,
+                    system_a_id=systems[a].id,
+                    system_b_id=systems[b].id,
+                    prompt_ids=dataset.prompt_ids[:PROMPTS],
+                    raters_per_prompt=RATERS,
+                    seed=index,
+                )
+                experiment = experiments.create_experiment(session, admin, form, get_storage())
+                experiment = experiments.launch(session, admin, experiment.id)
+                count = _rate_all(session, experiment, (a, b), rng, f"e{index}")
+                judged += count if PRIVATE not in (a, b) else 0
+            ids = {name: s.id for name, s in systems.items()}
+        fit_id = irt_fits.refit(engine, DATASET, bootstrap=BOOTSTRAP)
+        with TestClient(create_app()) as client:
+            yield {"client": client, "engine": engine, "ids": ids, "fit_id": fit_id, "judged": judged}
+        engine.dispose()
+        _clear_caches()
+
+
+def _api(site, url: str) -> dict:
+    response = site["client"].get(url)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _page(site, url: str) -> str:
+    response = site["client"].get(url, headers=HTML)
+    assert response.status_code == 200, response.text
+    return response.text
+
+
+def test_the_fit_is_stored_once_and_refitted_only_when_judgements_change(site):
+    engine = site["engine"]
+    assert site["fit_id"] is not None
+    assert irt_fits.refit(engine, DATASET, bootstrap=BOOTSTRAP) is None  # nothing changed: no new fit
+    with Session(engine) as session:
+        fit = session.get(IrtFit, site["fit_id"])
+        assert fit.n_judgements == site["judged"]  # the private system's experiment is not public: not fitted
+        assert fit.signature["bootstrap"] == BOOTSTRAP and fit.signature["bootstrap_seed"] == irt_fits.SEED
+        assert session.exec(select(func.count()).select_from(IrtFit)).one() == 1
+
+
+def test_the_statistics_page_ranks_the_systems_as_simulated_and_names_the_real_differences(site):
+    fit = _api(site, f"/api/irt/{DATASET}")["fit"]
+    ranked = [row["system"] for row in fit["systems"]]
+    assert ranked == ["Strong bot", "retrieval", "echo"]
+    assert fit["anchor"] == "echo" and next(r for r in fit["systems"] if r["anchor"])["ability"] == 0
+    better = {(p["system_a"], p["system_b"]): p["better"] for p in fit["pairs"]}
+    assert better[("Strong bot", "echo")] == "Strong bot" or better[("echo", "Strong bot")] == "Strong bot"
+    for row in fit["systems"]:
+        low, high = row["interval"]
+        assert low <= row["ability"] <= high
+    assert len(fit["prompts"]) == PROMPTS and fit["signature_text"].count("bootstrap=") == 1
+    page = _page(site, f"/irt/{DATASET}")
+    for name in ranked:
+        assert name in page
+    assert "Which prompts discriminate" in page and 'data-chart="chart-irt"' in page
+    assert "Strong bot better" in page
+
+
+def test_a_private_system_appears_nowhere_in_the_published_fit(site):
+    texts = [
+        site["client"].get(f"/api/irt/{DATASET}").text,
+        _page(site, f"/irt/{DATASET}"),
+        _page(site, f"/leaderboards/{DATASET}"),
+        *(site["client"].get(f"/api/downloads/{kind}.csv").text for kind in ("irt_systems", "irt_pairs")),
+    ]
+    for text in texts:
+        assert PRIVATE not in text
+
+
+def test_the_leaderboard_has_an_irt_column_that_sorts_by_ability(site):
+    board = _api(site, f"/api/leaderboards/{DATASET}?sort=irt")
+    assert board["irt_column"]["key"] == "irt" and board["order"] == "desc"
+    fitted = [row for row in board["rows"] if row["irt"]]
+    assert [row["system_name"] for row in fitted] == ["Strong bot", "retrieval", "echo"]
+    abilities = {row["system"]: row["ability"] for row in _api(site, f"/api/irt/{DATASET}")["fit"]["systems"]}
+    assert all(row["irt"]["ability"] == abilities[row["system_name"]] for row in fitted)
+    page = _page(site, f"/leaderboards/{DATASET}?sort=irt")
+    assert "IRT ability" in page and f'href="/irt/{DATASET}#irt-system-{site["ids"]["Strong bot"]}"' in page
+
+
+def test_the_profile_says_which_baselines_the_system_beats_significantly(site):
+    profile = _api(site, f"/api/systems/{site['ids']['Strong bot']}")
+    (result,) = profile["irt"]
+    assert result["dataset"] == DATASET and result["system"]["rank"] == 1
+    assert "echo" in result["beats_baselines"]
+    verdicts = {c["other"]["system"]: c["verdict"] for c in result["comparisons"]}
+    assert verdicts["echo"] == "better"
+    page = _page(site, f"/systems/{site['ids']['Strong bot']}")
+    assert "Significantly better than the baseline" in page and "Significant differences (IRT)" in page
+    echo = _api(site, f"/api/systems/{site['ids']['echo']}")["irt"][0]
+    assert {c["other"]["system"]: c["verdict"] for c in echo["comparisons"]}["Strong bot"] == "worse"
+
+
+def test_prompt_pages_show_the_discrimination_and_its_rank(site):
+    fit = _api(site, f"/api/irt/{DATASET}")["fit"]
+    top = fit["most_discriminating"][0]["prompt"]
+    detail = _api(site, f"/api/datasets/{DATASET}/prompts/{top}")
+    assert detail["irt"]["rank"] == 1 and detail["irt"]["of"] == PROMPTS and detail["irt"]["band"] == "high"
+    assert detail["context"] and detail["references"]
+    page = _page(site, f"/datasets/{DATASET}/prompts/{top}")
+    assert f"number 1 of {PROMPTS} prompts" in page
+    unrated = load_dataset(DATASET).prompt_ids[-1]  # beyond the rated prompts: shown, with no discrimination
+    assert _api(site, f"/api/datasets/{DATASET}/prompts/{unrated}")["irt"] is None
+    missing = site["client"].get(f"/api/datasets/{DATASET}/prompts/no-such-prompt")
+    assert missing.status_code == 404 and "no prompt 'no-such-prompt'" in missing.json()["error"]
+    dataset_page = _page(site, f"/datasets/{DATASET}")
+    assert "discrimination " in dataset_page and f"/datasets/{DATASET}/prompts/{top}" in dataset_page
+
+
+def test_a_dataset_with_no_fit_says_so_and_an_unknown_one_is_404(site):
+    assert site["client"].get("/api/irt/no-such-set").status_code == 404
+    assert site["client"].get("/irt/no-such-set", headers=HTML).status_code == 404
+
+
+def test_the_irt_downloads_match_the_published_fit(site):
+    fit = _api(site, f"/api/irt/{DATASET}")["fit"]
+    systems = list(csv.DictReader(io.StringIO(site["client"].get("/api/downloads/irt_systems.csv").text)))
+    assert [(r["system"], float(r["ability"])) for r in systems] == [
+        (s["system"], s["ability"]) for s in fit["systems"]
+    ]
+    assert {r["signature"] for r in systems} == {fit["signature_text"]}
+    lines = site["client"].get("/api/downloads/irt_prompts.jsonl").text.splitlines()
+    header, rows = json.loads(lines[0]), [json.loads(line) for line in lines[1:]]
+    assert header["kind"] == "irt_prompts" and len(rows) == PROMPTS
+    assert [r["prompt_id"] for r in rows] == [p["prompt"] for p in fit["prompts"]]
+    pairs = list(csv.DictReader(io.StringIO(site["client"].get("/api/downloads/irt_pairs.csv").text)))
+    assert len(pairs) == 3  # strong, retrieval, echo: every pair once
+
+
+def test_the_cli_refits_the_published_numbers_from_the_ratings_download(site, tmp_path, run_cli):
+    fit = _api(site, f"/api/irt/{DATASET}")["fit"]
+    ratings = tmp_path / "ratings.jsonl"
+    ratings.write_text(site["client"].get("/api/downloads/ratings.jsonl").text, encoding="utf-8")
+    out = tmp_path / "refit.json"
+    result = run_cli(
+        "irt", "fit", "--ratings", ratings, "--dataset", DATASET, "--anchor", fit["anchor"],
+        "--bootstrap", BOOTSTRAP, "--out", out, "--no-progress",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    refit = json.loads(out.read_text())
+    published = {row["system"]: row for row in fit["systems"]}
+    for row in refit["systems"]:
+        assert row["ability"] == pytest.approx(published[row["system"]]["ability"], abs=1e-6)
+        assert row["interval"] == pytest.approx(published[row["system"]]["interval"], abs=1e-6)
+    assert [p["prompt"] for p in refit["prompts"]] == [p["prompt"] for p in fit["prompts"]]
