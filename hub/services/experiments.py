@@ -70,6 +70,13 @@ class ExperimentForm(BaseModel):
     task_timeout_minutes: int = Field(default=30, ge=1, le=24 * 60)
     seed: int | None = Field(default=None, ge=0, le=2**31 - 1)
     prompt_ids: list[str] = Field(default_factory=list, max_length=100_000)
+    most_informative: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="Judge only this many prompts: those with the most expected information about the comparison "
+        "in the dataset's newest IRT fit (instead of prompt_ids).",
+    )
     known_answers: list[KnownAnswer] = Field(default_factory=list, max_length=1_000)
     submission_id: int | None = None
     mturk: dict[str, Any] = Field(default_factory=dict, description="HIT options; see hub.services.mturk.")
@@ -207,6 +214,16 @@ def create_experiment(session: Session, actor: User | None, form: ExperimentForm
             MTurkOptions.model_validate(form.mturk)
         except ValueError as exc:
             raise UnprocessableInput(f"Mechanical Turk options: {exc}", field="mturk") from None
+    settings: dict[str, Any] = {"mturk": form.mturk} if form.mturk else {}
+    if form.most_informative is not None:
+        if form.prompt_ids:
+            raise UnprocessableInput("give prompt_ids or most_informative, not both", field="most_informative")
+        from hub.services.irt_plan import most_informative
+
+        chosen, settings["prompt_selection"] = most_informative(
+            session, dataset.manifest.name, system_a.id, system_b.id, form.most_informative
+        )
+        form = form.model_copy(update={"prompt_ids": chosen})
     seed = form.seed if form.seed is not None else secrets.randbelow(2**31)
     experiment = Experiment(
         title=form.title or f"{system_a.name} vs {system_b.name} on {dataset.manifest.name}",
@@ -226,7 +243,7 @@ def create_experiment(session: Session, actor: User | None, form: ExperimentForm
         task_timeout_minutes=form.task_timeout_minutes,
         seed=seed,
         prompt_ids=list(form.prompt_ids),
-        settings={"mturk": form.mturk} if form.mturk else {},
+        settings=settings,
         created_by_id=actor.id if actor else None,
     )
     shown = _chosen_prompts(dataset, form.prompt_ids)  # refuses unknown ids before anything is written

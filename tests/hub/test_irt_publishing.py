@@ -21,11 +21,11 @@ from hub import db
 from hub.migrate import upgrade
 from hub.models import Experiment, IrtFit, ItemKind, Submission, SubmissionStatus, System, User
 from hub.services import assignments, experiments, irt_fits, raters
-from hub.services.accounts import create_user
+from hub.services.accounts import create_token, create_user
 from hub.services.demo import seed_baselines
 from hub.storage import get_storage
 from hub.web.app import create_app
-from tests.hub.conftest import DATASET, _clear_caches
+from tests.hub.conftest import DATASET, _clear_caches, auth
 
 HTML = {"Accept": "text/html"}
 TRUTH = {"Strong bot": 1.6, "retrieval": 0.0, "echo": -1.2, "Hidden bot": 3.0}
@@ -94,6 +94,10 @@ def site(tmp_path_factory):
         with Session(engine) as session:
             admin = create_user(session, email="admin@example.org", password="x" * 12, display_name="a", is_admin=True)
             owner = create_user(session, email="owner@example.org", password="x" * 12, display_name="o")
+            tokens = {
+                "admin": create_token(session, admin, name="cli")[1],
+                "owner": create_token(session, owner, name="cli")[1],
+            }
             systems = {s.name: s for s in session.exec(select(System))}
             references = [p.references[0] for p in dataset.prompts]
             systems["Strong bot"] = _submitted_system(session, "Strong bot", owner.id, True, references)
@@ -119,7 +123,7 @@ def site(tmp_path_factory):
             ids = {name: s.id for name, s in systems.items()}
         fit_id = irt_fits.refit(engine, DATASET, bootstrap=BOOTSTRAP)
         with TestClient(create_app()) as client:
-            yield {"client": client, "engine": engine, "ids": ids, "fit_id": fit_id, "judged": judged}
+            yield {"client": client, "engine": engine, "ids": ids, "fit_id": fit_id, "judged": judged, "tokens": tokens}
         engine.dispose()
         _clear_caches()
 
@@ -252,3 +256,52 @@ def test_the_cli_refits_the_published_numbers_from_the_ratings_download(site, tm
         assert row["ability"] == pytest.approx(published[row["system"]]["ability"], abs=1e-6)
         assert row["interval"] == pytest.approx(published[row["system"]]["interval"], abs=1e-6)
     assert [p["prompt"] for p in refit["prompts"]] == [p["prompt"] for p in fit["prompts"]]
+
+
+def _fisher_information(discrimination: float, gap: float, tau: float, step: float = 1e-5) -> float:
+    """sum over outcomes of (dP/dgap)^2 / P, by central differences: independent of the closed form under test."""
+
+    def probabilities(d: float) -> np.ndarray:
+        p_a, p_b = _sigmoid(discrimination * d - tau), _sigmoid(-discrimination * d - tau)
+        return np.array([p_a, p_b, 1 - p_a - p_b])
+
+    slope = (probabilities(gap + step) - probabilities(gap - step)) / (2 * step)
+    return float(np.sum(slope**2 / probabilities(gap)))
+
+
+def test_admins_plan_an_experiment_on_the_most_informative_prompts(site):
+    client, ids = site["client"], site["ids"]
+    url = f"/api/experiments/plan?dataset={DATASET}&system_a={ids['Strong bot']}&system_b={ids['retrieval']}"
+    assert client.get(url).status_code == 401
+    assert client.get(url, headers=auth(site["tokens"]["owner"])).status_code == 403
+    plan = client.get(url, headers=auth(site["tokens"]["admin"])).json()
+    fit = _api(site, f"/api/irt/{DATASET}")["fit"]
+    abilities = {row["system"]: row["ability"] for row in fit["systems"]}
+    assert (
+        plan["gap"] == pytest.approx(abilities["Strong bot"] - abilities["retrieval"])
+        and plan["fit_id"] == site["fit_id"]
+    )
+    rows = plan["prompts"]
+    assert len(rows) == len(load_dataset(DATASET)) and sum(row["fitted"] for row in rows) == PROMPTS
+    assert [row["information"] for row in rows] == sorted((row["information"] for row in rows), reverse=True)
+    for row in rows[:3] + rows[-3:]:
+        expected = _fisher_information(row["discrimination"], plan["gap"], plan["tau"])
+        assert row["information"] == pytest.approx(expected, rel=1e-5)
+    assert all(row["discrimination"] == 1.0 for row in rows if not row["fitted"])
+
+    form = {"dataset": DATASET, "system_a_id": ids["Strong bot"], "system_b_id": ids["retrieval"], "seed": 3}
+    created = client.post(
+        "/api/experiments", json={**form, "most_informative": 5}, headers=auth(site["tokens"]["admin"])
+    )
+    assert created.status_code == 201, created.text
+    with Session(site["engine"]) as session:
+        experiment = session.get(Experiment, created.json()["experiment"]["id"])
+        assert experiment.prompt_ids == [row["prompt_id"] for row in rows[:5]]
+        assert experiment.settings["prompt_selection"]["method"] == "expected-information"
+        assert experiment.settings["prompt_selection"]["fit_id"] == site["fit_id"]
+    both = client.post(
+        "/api/experiments",
+        json={**form, "most_informative": 5, "prompt_ids": ["hov1-001"]},
+        headers=auth(site["tokens"]["admin"]),
+    )
+    assert both.status_code == 422 and "not both" in both.text

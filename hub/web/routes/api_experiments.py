@@ -3,13 +3,14 @@ everyone reads the results of the experiments they may see."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
+from hub.errors import Forbidden
 from hub.models import Backend, Rater
-from hub.services import experiment_results, experiments, raters
+from hub.services import experiment_results, experiments, irt_plan, raters
 from hub.settings import get_settings
 from hub.storage import get_storage
 from hub.web.deps import DatabaseId, SessionDep, UserDep, ViewerDep
@@ -38,6 +39,21 @@ def create(form: experiments.ExperimentForm, session: SessionDep, admin: UserDep
     """A draft experiment with its cost estimate; nothing is shown to raters until launch."""
     experiment = experiments.create_experiment(session, admin, form, get_storage())
     return experiment_results.results(session, experiment, with_raters=True)
+
+
+@router.get("/api/experiments/plan")
+def plan(
+    session: SessionDep,
+    admin: UserDep,
+    dataset: str,
+    system_a: Annotated[int, Query(ge=1, le=2**63 - 1)],
+    system_b: Annotated[int, Query(ge=1, le=2**63 - 1)],
+) -> dict[str, Any]:
+    """Admins: the dataset's prompts ranked by expected information about system A vs B (the newest IRT fit's
+    discriminations at its estimated gap); create with `most_informative: N` to judge only the top N."""
+    if not admin.is_admin:
+        raise Forbidden("only admins plan experiments")
+    return irt_plan.plan(session, dataset, system_a, system_b)
 
 
 @router.get("/api/experiments")
