@@ -61,6 +61,9 @@ class Experiment(SQLModel, table=True):
         default_factory=dict, sa_column=Column(JSON, nullable=False), description="Backend options (MTurk HIT setup)."
     )
     status: ExperimentStatus = Field(default=ExperimentStatus.draft, index=True)
+    released_tasks: int | None = Field(
+        default=None, description="Tasks open to raters, by index; None = all. Adaptive experiments release rounds."
+    )
     created_by_id: int | None = Field(default=None, foreign_key="user.id")
     created_at: datetime = Field(default_factory=utcnow)
     launched_at: datetime | None = None

@@ -36,6 +36,7 @@ from hub.models import (
     TieMode,
 )
 from hub.models.common import utcnow
+from hub.services import adaptive
 from hub.settings import get_settings
 
 CHOICES = {TieMode.single: ("left", "tie", "right"), TieMode.split: ("left", "both_good", "both_bad", "right")}
@@ -138,7 +139,8 @@ def claim_task(
         return _assign(session, task.id, new)
     tried: set[int] = set()
     # Racing raters may fill every task of a round first: read the next free ones until none is left.
-    while candidates := _free_tasks(session, new.experiment_id, new.rater_id, tried):
+    released = experiment.released_tasks  # adaptive experiments open their tasks in rounds
+    while candidates := _free_tasks(session, new.experiment_id, new.rater_id, tried, released):
         for task_id in candidates:
             tried.add(task_id)
             assignment = _assign(session, task_id, new)
@@ -147,8 +149,11 @@ def claim_task(
     return None
 
 
-def _free_tasks(session: Session, experiment_id: int, rater_id: int, tried: set[int]) -> list[int]:
-    """Up to CANDIDATES tasks with a free slot that the rater has not done and this claim has not tried yet."""
+def _free_tasks(
+    session: Session, experiment_id: int, rater_id: int, tried: set[int], released: int | None
+) -> list[int]:
+    """Up to CANDIDATES released tasks with a free slot that the rater has not done and this claim has not tried yet
+    (`released`: only tasks with a lower index; None: all)."""
     done = select(Assignment.task_id).where(Assignment.rater_id == rater_id, Assignment.experiment_id == experiment_id)
     query = (
         select(Task.id)
@@ -158,6 +163,8 @@ def _free_tasks(session: Session, experiment_id: int, rater_id: int, tried: set[
     )
     if tried:
         query = query.where(col(Task.id).not_in(tried))
+    if released is not None:
+        query = query.where(col(Task.index) < released)
     return list(session.exec(query))
 
 
@@ -241,6 +248,7 @@ def submit(session: Session, assignment: Assignment, choices: dict[int, str]) ->
             raise Conflict(f"experiment #{experiment.id} is closed: it takes no more ratings")
         if _store(session, experiment, assignment, items, choices):
             session.refresh(assignment)
+            adaptive.advance(session, experiment.id)  # the next round, or the stop, once this one is done
             return assignment
         session.refresh(assignment)
     raise Conflict("this task is being submitted by another request at the same moment; try again in a moment")

@@ -13,6 +13,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from hub.models import Assignment, Experiment, ExperimentItem, ItemKind, Rater, Rating, System, Task
+from hub.services import adaptive
 from hub.services.experiments import experiment_cost
 
 ORDERED_LABELS = ("A", "tie", "B")
@@ -97,6 +98,7 @@ def results(session: Session, experiment: Experiment, *, with_raters: bool = Fal
         "summary_all_raters": _summary_json([j.rating.outcome for j in pairs]),
         "agreement": agreement(items, raters_, labels, excluded=excluded or None).to_dict() if judged_pairs else None,
         "excluded_raters": len(excluded),
+        "adaptive": adaptive.summary(session, experiment),
     }
     if with_raters:
         view["raters"] = [q.to_dict() for q in screen(_rows(judged))]

@@ -13,7 +13,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 from sqlmodel import Session, col, select
 
 from evaluation.dataset import Dataset
@@ -34,6 +34,7 @@ from hub.models import (
 )
 from hub.models.common import utcnow
 from hub.services import audit
+from hub.services.adaptive import AdaptiveOptions
 from hub.services.check_items import degrade
 from hub.services.datasets import installed_dataset
 from hub.services.leaderboard import RESULT_STATUSES, read_responses
@@ -78,6 +79,9 @@ class ExperimentForm(BaseModel):
         "in the dataset's newest IRT fit (instead of prompt_ids).",
     )
     known_answers: list[KnownAnswer] = Field(default_factory=list, max_length=1_000)
+    adaptive: AdaptiveOptions | None = Field(
+        default=None, description="Release tasks in rounds and stop once a sequential test decides (hub raters)."
+    )
     submission_id: int | None = None
     mturk: dict[str, Any] = Field(default_factory=dict, description="HIT options; see hub.services.mturk.")
 
@@ -87,6 +91,12 @@ class ExperimentForm(BaseModel):
         if value == Backend.imported:
             raise ValueError("'import' is for judgements loaded with `chateval ratings import-chateval`")
         return value
+
+    @model_validator(mode="after")
+    def _adaptive_on_hub_pages(self) -> ExperimentForm:
+        if self.adaptive is not None and self.backend != Backend.hub:
+            raise ValueError("adaptive experiments release tasks in rounds on the hub's own rating pages only")
+        return self
 
 
 @dataclass(frozen=True)
@@ -215,6 +225,8 @@ def create_experiment(session: Session, actor: User | None, form: ExperimentForm
         except ValueError as exc:
             raise UnprocessableInput(f"Mechanical Turk options: {exc}", field="mturk") from None
     settings: dict[str, Any] = {"mturk": form.mturk} if form.mturk else {}
+    if form.adaptive is not None:
+        settings["adaptive"] = {"options": form.adaptive.model_dump()}
     if form.most_informative is not None:
         if form.prompt_ids:
             raise UnprocessableInput("give prompt_ids or most_informative, not both", field="most_informative")
@@ -244,6 +256,7 @@ def create_experiment(session: Session, actor: User | None, form: ExperimentForm
         seed=seed,
         prompt_ids=list(form.prompt_ids),
         settings=settings,
+        released_tasks=form.adaptive.round_tasks if form.adaptive else None,
         created_by_id=actor.id if actor else None,
     )
     shown = _chosen_prompts(dataset, form.prompt_ids)  # refuses unknown ids before anything is written
