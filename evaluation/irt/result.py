@@ -79,6 +79,7 @@ class IrtReport:
             "interval_level": self.level,
             "pair_test": PAIR_TEST,
             "correction": self.correction,
+            "planned_family": "pairs judged directly in an experiment",
             "alpha": self.alpha,
             "elapsed_seconds": round(self.seconds, 3),
         }
@@ -164,6 +165,9 @@ def _pair_json(c: PairComparison) -> dict[str, Any]:
         "p_adjusted": _p(c.p_adjusted),
         "significant": c.significant,
         "p_percentile": _p(c.p_percentile),
+        "planned": c.planned,
+        "p_planned": _p(c.p_planned),
+        "significant_planned": c.significant_planned,
     }
 
 
@@ -186,6 +190,13 @@ def _experiment_json(t: ExperimentTest) -> dict[str, Any]:
         "p_value": _p(t.p_value),
         "p_adjusted": _p(t.p_adjusted),
     }
+
+
+def planned_pairs(judgements: Judgements) -> frozenset[frozenset[str]]:
+    """The pairs of systems some experiment compared directly (automatic ties aside, which show nothing)."""
+    shown = ~judgements.auto_tie
+    codes = np.unique(np.stack([judgements.system_a[shown], judgements.system_b[shown]], axis=1), axis=0)
+    return frozenset(frozenset({judgements.systems[a], judgements.systems[b]}) for a, b in codes if a != b)
 
 
 def fit_report(
@@ -215,7 +226,9 @@ def fit_report(
         progress(0.05)
     boot_progress = None if progress is None else (lambda done: progress(0.05 + 0.95 * done))
     boot = bootstrap_fit(fit, n_bootstrap=bootstrap, seed=seed, resample=resample, progress=boot_progress)
-    comparisons = compare_pairs(fit, boot, level=level, correction=correction, alpha=alpha)
+    comparisons = compare_pairs(
+        fit, boot, level=level, correction=correction, alpha=alpha, planned=planned_pairs(judgements)
+    )
     ranked = [fit.systems[i] for i in np.argsort(-fit.abilities, kind="stable")]
     return IrtReport(
         fit=fit,

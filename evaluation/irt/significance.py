@@ -82,12 +82,23 @@ class PairComparison:
     p_adjusted: float  # p_value corrected across all pairs
     significant: bool  # p_adjusted < alpha
     p_percentile: float  # percentile-bootstrap p-value, for transparency
+    planned: bool = False  # the two systems were compared directly in an experiment
+    p_planned: float | None = None  # p_value corrected across the planned pairs only (None for the others)
+    significant_planned: bool = False  # p_planned < alpha
 
 
 def compare_pairs(
-    fit: IrtFit, boot: BootstrapResult, *, level: float = 0.95, correction: str = "holm", alpha: float = 0.05
+    fit: IrtFit,
+    boot: BootstrapResult,
+    *,
+    level: float = 0.95,
+    correction: str = "holm",
+    alpha: float = 0.05,
+    planned: frozenset[frozenset[str]] = frozenset(),
 ) -> list[PairComparison]:
-    """Every pair of systems, strongest first, with corrected p-values across all pairs."""
+    """Every pair of systems, strongest first, with corrected p-values across all pairs, and for the `planned`
+    pairs (those an experiment compared directly, the questions the experiments were run to answer) also
+    corrected across that smaller family only."""
     order = np.argsort(-fit.abilities, kind="stable")
     first, second = np.triu_indices(len(order), k=1)
     a, b = order[first], order[second]
@@ -97,6 +108,10 @@ def compare_pairs(
     p_percentile = percentile_p_values(draws)
     se = draws.std(axis=0, ddof=1)
     adjusted = adjust(p_values, correction)
+    is_planned = np.array([frozenset({fit.systems[i], fit.systems[j]}) in planned for i, j in zip(a, b, strict=True)])
+    adjusted_planned = np.full(len(a), np.nan)
+    if is_planned.any():
+        adjusted_planned[is_planned] = adjust(p_values[is_planned], correction)
     tail = (1 - level) / 2
     low, high = np.quantile(draws, [tail, 1 - tail], axis=0)
     return [
@@ -110,6 +125,9 @@ def compare_pairs(
             p_adjusted=float(adjusted[i]),
             significant=bool(adjusted[i] < alpha),
             p_percentile=float(p_percentile[i]),
+            planned=bool(is_planned[i]),
+            p_planned=float(adjusted_planned[i]) if is_planned[i] else None,
+            significant_planned=bool(is_planned[i] and adjusted_planned[i] < alpha),
         )
         for i in range(len(a))
     ]
