@@ -123,3 +123,24 @@ def test_adaptive_experiments_run_on_the_hubs_own_pages_only(baselines):
             backend="mturk",
             adaptive=AdaptiveOptions(),
         )
+
+
+def test_the_admin_form_creates_an_adaptive_experiment(hub_env, admin_user, baselines):
+    from tests.hub.test_pages_account import browser, form, log_in
+
+    with browser(create_app()) as client:
+        log_in(client, "admin")
+        fields = {
+            "dataset": DATASET,
+            "system_a_id": baselines["echo"],
+            "system_b_id": baselines["retrieval"],
+            "prompts_per_task": PER_TASK,
+            "adaptive_round_tasks": 3,
+            "adaptive_budget": 30,
+        }
+        created = form(client, "/admin/experiments", fields, token_from="/admin/experiments")
+        assert created.status_code == 303, created.text
+        experiment_id = int(created.headers["location"].rsplit("/", 1)[1])
+    experiment = _state(hub_env, experiment_id)
+    assert experiment.released_tasks == 3
+    assert experiment.settings["adaptive"]["options"] == {"round_tasks": 3, "alpha": 0.05, "budget_judgements": 30}

@@ -13,6 +13,7 @@ from sqlmodel import Session, col, select
 from hub.errors import Forbidden, HubError, UnprocessableInput
 from hub.models import Backend, Experiment, RaterInvite, Submission, System, User
 from hub.services import experiment_results, experiments, raters
+from hub.services.adaptive import AdaptiveOptions
 from hub.services.leaderboard import list_datasets
 from hub.settings import get_settings
 from hub.storage import get_storage
@@ -37,6 +38,7 @@ FORM_FIELDS = (
     "repeats_per_task",
     "task_timeout_minutes",
     "seed",
+    "most_informative",
 )
 
 
@@ -88,6 +90,11 @@ def experiment_list(request: Request, session: SessionDep, viewer: ViewerDep):
 def _parse_form(raw: dict[str, Any]) -> experiments.ExperimentForm:
     values = {k: v for k, v in raw.items() if k in FORM_FIELDS and v not in ("", None)}
     prompt_ids = [p.strip() for p in str(raw.get("prompt_ids", "")).replace(",", " ").split() if p.strip()]
+    if raw.get("adaptive_round_tasks") or raw.get("adaptive_budget"):
+        values["adaptive"] = {
+            "round_tasks": raw.get("adaptive_round_tasks") or AdaptiveOptions().round_tasks,
+            "budget_judgements": raw.get("adaptive_budget") or None,
+        }
     try:
         return experiments.ExperimentForm(**values, prompt_ids=prompt_ids)
     except ValidationError as exc:
