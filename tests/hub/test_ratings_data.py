@@ -162,3 +162,28 @@ def test_export_publishes_the_snapshot_to_s3(hub_env, admin_user, baselines, mon
         assert "W7" not in body and len(body.splitlines()) > 1
     finally:
         server.stop()
+
+
+def test_the_imported_chateval_experiments_show_the_independent_agreement_figures(hub_env, shared_data, run_cli):
+    """Through the CLI import and the experiment pages' own numbers (experiment_results.results), every run's
+    Cohen's and Fleiss' kappa equal scikit-learn's and statsmodels' on the raw votes.csv rows of that run."""
+    from hub.services.experiment_results import results
+    from tests.test_agreement_real_data import by_run, first_votes, independent_cohen, independent_fleiss
+
+    imported = run_cli("ratings", "import-chateval", "--votes", shared_data / "votes.csv")
+    assert imported.exit_code == 0 and "imported 20 experiment(s)" in imported.stdout
+    with (shared_data / "votes.csv").open(newline="") as handle:
+        runs = by_run(list(csv.DictReader(handle)))
+    with Session(hub_env) as session:
+        experiments_by_run = {e.title: e for e in session.exec(select(Experiment))}
+        assert set(experiments_by_run) == set(runs)
+        for run, rows in runs.items():
+            shown = results(session, experiments_by_run[run])["agreement"]["with_excluded"]
+            first = first_votes(rows)
+            cohen, pairs = independent_cohen(first)
+            fleiss, items, _ = independent_fleiss(first)
+            assert shown["cohen_kappa"] == pytest.approx(cohen, abs=1e-9), run
+            assert shown["rater_pairs"] == pairs and shown["fleiss_items"] == items
+            assert shown["fleiss_kappa"] == pytest.approx(fleiss, abs=1e-9), run
+    again = run_cli("ratings", "import-chateval", "--votes", shared_data / "votes.csv")
+    assert again.exit_code == 0 and "imported 0 experiment(s)" in again.stdout
