@@ -61,13 +61,15 @@ def peak_memory_mb(j: Judgements) -> float:
 # evaluation.irt.pyirt_reference.fit_pyirt(judgements, epochs=..., seed=...) returns an object with `prompts`
 # and `discrimination` (aligned). It needs the optional `irt` extra (py-irt + torch); absent, the column is skipped.
 def pyirt_column(j: Judgements, truth: Truth, *, epochs: int, seed: int) -> dict[str, Any] | None:
-    try:
-        from evaluation.irt.pyirt_reference import fit_pyirt
-    except ImportError as exc:
-        print(f"py-irt column skipped: {exc}", file=sys.stderr)
-        return None
+    from evaluation.errors import ConfigurationError
+    from evaluation.irt.pyirt_reference import fit_pyirt
+
     started = time.perf_counter()
-    result = fit_pyirt(j, epochs=epochs, seed=seed)
+    try:
+        result = fit_pyirt(j, epochs=epochs, seed=seed)
+    except ConfigurationError as exc:  # py-irt (or torch) not installed: the column is left out, with the reason
+        print(f"py-irt column skipped: {exc.describe()}", file=sys.stderr)
+        return None
     seconds = time.perf_counter() - started
     truth_disc = _aligned(truth.discrimination, j.prompts, tuple(result.prompts))
     rho = float(spearmanr(np.asarray(result.discrimination), truth_disc).statistic)

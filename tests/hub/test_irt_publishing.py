@@ -305,3 +305,30 @@ def test_admins_plan_an_experiment_on_the_most_informative_prompts(site):
         headers=auth(site["tokens"]["admin"]),
     )
     assert both.status_code == 422 and "not both" in both.text
+
+
+def test_closing_an_experiment_refits_the_dataset_in_the_job_queue(hub_env, admin_user, baselines):
+    import time
+
+    from hub.jobs import start_embedded_consumer
+    from tests.hub.conftest import new_experiment
+
+    experiment = new_experiment(hub_env, admin_user, baselines, prompt_ids=load_dataset(DATASET).prompt_ids[:20])
+    with Session(hub_env) as session:
+        experiment = session.get(Experiment, experiment.id)
+        judged = _rate_all(session, experiment, ("echo", "retrieval"), np.random.default_rng(5), "job")
+        assert judged >= irt_fits.MIN_JUDGEMENTS
+        experiments.close(session, session.get(User, admin_user.id), experiment.id)
+    consumer = start_embedded_consumer(periodic=False)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with Session(hub_env) as session:
+                fit = irt_fits.latest_fit(session, DATASET)
+            if fit is not None:
+                break
+            time.sleep(0.2)
+    finally:
+        consumer.stop(graceful=True)
+    assert fit is not None and fit.n_judgements == judged
+    assert {row["system"] for row in fit.report["systems"]} == {"echo", "retrieval"}
