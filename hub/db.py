@@ -11,9 +11,11 @@ from sqlmodel import Session, create_engine
 from hub.settings import get_settings
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, pool_size: int = 20, max_overflow: int = 20) -> Engine:
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        in_memory = url in ("sqlite://", "sqlite:///:memory:")  # one shared connection: no pool to size
+        pool = {} if in_memory else {"pool_size": pool_size, "max_overflow": max_overflow}
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, **pool)
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(connection, _record) -> None:  # WAL: readers never wait for the one writer
@@ -23,7 +25,7 @@ def make_engine(url: str) -> Engine:
             cursor.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    return create_engine(url, pool_pre_ping=True, pool_size=pool_size, max_overflow=max_overflow)
 
 
 @lru_cache
@@ -31,7 +33,9 @@ def get_engine() -> Engine:
     settings = get_settings()
     if settings.resolved_database_url.startswith("sqlite:///"):
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-    return make_engine(settings.resolved_database_url)
+    return make_engine(
+        settings.resolved_database_url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow
+    )
 
 
 def get_session() -> Iterator[Session]:

@@ -72,9 +72,7 @@ def race_db(request, tmp_path_factory):
         upgrade()
         db.get_engine().dispose()
         # The server's engine, with a pool large enough for every racing thread to hold a connection at once.
-        create_engine = db.create_engine
-        patch.setattr(db, "create_engine", lambda *a, **k: create_engine(*a, **k, pool_size=POOL, max_overflow=0))
-        engine = db.make_engine(url)
+        engine = db.make_engine(url, pool_size=POOL, max_overflow=0)
         assert engine.dialect.name == request.param
         try:
             yield engine, *_admin_and_baselines(engine)
