@@ -11,7 +11,7 @@ from sqlmodel import Session, create_engine
 from hub.settings import get_settings
 
 
-def make_engine(url: str, *, pool_size: int = 20, max_overflow: int = 20) -> Engine:
+def make_engine(url: str, *, pool_size: int = 10, max_overflow: int = 10) -> Engine:
     if url.startswith("sqlite"):
         in_memory = url in ("sqlite://", "sqlite:///:memory:")  # one shared connection: no pool to size
         pool = {} if in_memory else {"pool_size": pool_size, "max_overflow": max_overflow}

@@ -18,10 +18,11 @@ class HubSettings(BaseSettings):
 
     data_dir: Path = Field(default=DEFAULT_DATA, description="Folder for the default database, files and queue.")
     database_url: str = Field(default="", description="SQLAlchemy URL; default: SQLite file in data_dir.")
-    # A server process runs up to 40 requests at once (Starlette's thread pool): its pool should hold as many
-    # connections, or a burst waits for one and times out. Lower both when many processes share one PostgreSQL.
-    db_pool_size: int = Field(default=20, ge=1, description="Connections kept open per process (PostgreSQL).")
-    db_max_overflow: int = Field(default=20, ge=0, description="Extra connections per process under load.")
+    # A server process runs up to 40 requests at once (Starlette's thread pool); more connections than cores mostly
+    # add lock contention (scripts/bench_ratings.py on 2 cores: 10+10 at least as fast as 20+20). Lower both when
+    # many processes share one PostgreSQL.
+    db_pool_size: int = Field(default=10, ge=1, description="Connections kept open per process (PostgreSQL).")
+    db_max_overflow: int = Field(default=10, ge=0, description="Extra connections per process under load.")
     storage_url: str = Field(default="", description="file:///path or s3://bucket/prefix; default: data_dir/files.")
     s3_endpoint_url: str | None = Field(default=None, description="S3-compatible endpoint (e.g. a local server).")
     queue_url: str = Field(default="", description="redis://host:port/db, or empty for a SQLite queue in data_dir.")
