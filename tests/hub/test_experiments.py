@@ -285,3 +285,48 @@ def test_an_evaluated_submission_with_chosen_baselines_gets_draft_experiments(hu
             experiments.launch(session, admin_user, experiment.id)
             experiments.close(session, admin_user, experiment.id)
         assert session.get(Submission, submission_id).status == SubmissionStatus.complete
+
+
+def test_known_answer_pairs_ride_in_every_task_and_count_in_the_rater_screening(hub_env, admin_user, baselines):
+    from hub.services.experiment_results import results
+
+    known = [
+        experiments.KnownAnswer(prompt_id="hov1-003", better="A kind, on-topic answer.", worse="zzz qqq xxx"),
+        experiments.KnownAnswer(prompt_id="hov1-004", better="Another careful reply.", worse="banana banana"),
+    ]
+    experiment = new_experiment(
+        hub_env,
+        admin_user,
+        baselines,
+        prompt_ids=[f"hov1-{i:03d}" for i in range(1, 21)],
+        raters_per_prompt=1,
+        attention_checks_per_task=0,
+        repeats_per_task=0,
+        known_answers=known,
+    )
+    with Session(hub_env) as session:
+        items = session.exec(select(ExperimentItem).where(ExperimentItem.experiment_id == experiment.id)).all()
+        checks = [i for i in items if i.kind == ItemKind.known_answer]
+        tasks = {i.task_id for i in items if i.kind == ItemKind.pair}
+        assert sorted(c.task_id for c in checks) == sorted(tasks)  # one per task, round-robin over the pairs given
+        assert [c.prompt_id for c in sorted(checks, key=lambda c: c.task_id)] == ["hov1-003", "hov1-004"]
+        for check in checks:
+            pair = next(k for k in known if k.prompt_id == check.prompt_id)
+            shown_better = check.left_text if check.left_is_a else check.right_text
+            assert check.expected == "A" and shown_better == pair.better
+        # A rater who prefers the worse response of every known pair fails the check; the other passes it.
+        experiment = session.get(Experiment, experiment.id)
+        for who, wrong in (("careful", False), ("careless", True)):
+            rater = raters.rater_for(session, "hub", who)
+            assignment = assignments.claim_task(session, experiment, rater)
+            choices = {}
+            for item in assignments.task_items(session, assignment.task_id):
+                good = "left" if item.left_is_a else "right"
+                bad = "right" if good == "left" else "left"
+                choices[item.id] = (bad if wrong else good) if item.kind == ItemKind.known_answer else "tie"
+            assignments.submit(session, assignment, choices)
+        screened = {r["rater"]: r for r in results(session, experiment, with_raters=True)["raters"]}
+        by_hash = {raters.rater_for(session, "hub", who).public_hash: who for who in ("careful", "careless")}
+        accuracy = {by_hash[h]: r for h, r in screened.items()}
+        assert (accuracy["careful"]["attention_checks"], accuracy["careful"]["attention_correct"]) == (1, 1)
+        assert (accuracy["careless"]["attention_checks"], accuracy["careless"]["attention_correct"]) == (1, 0)
