@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -45,6 +47,31 @@ def browser():
         browser.close()
 
 
+@contextmanager
+def serving(env: dict[str, str], *args: str) -> Iterator[str]:
+    """`chateval serve ARGS` on a free port with `env`; yields its URL once it answers, stops it afterwards."""
+    port = _free_port()
+    server = subprocess.Popen(
+        [CHATEVAL, "serve", *args, "--port", str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"{url}/openapi.json", timeout=2).close()
+            break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        server.terminate()
+        pytest.fail("hub did not start within 90 s")
+    try:
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory):
     """A real `chateval serve --demo` on a free port with its own data folder, and an admin account."""
@@ -58,24 +85,8 @@ def hub(tmp_path_factory):
         check=True,
         capture_output=True,
     )
-    port = _free_port()
-    server = subprocess.Popen(
-        [CHATEVAL, "serve", "--demo", "--port", str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"{url}/openapi.json", timeout=2).close()
-            break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        server.terminate()
-        pytest.fail("hub did not start within 90 s")
-    yield url
-    server.terminate()
-    server.wait(timeout=20)
+    with serving(env, "--demo") as url:
+        yield url
 
 
 def log_in(page, url: str, email: str, password: str) -> None:
