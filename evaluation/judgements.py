@@ -17,6 +17,36 @@ from evaluation.textfile import decode_lines, read_bytes
 
 RATINGS_SCHEMA_VERSION = 1
 REQUIRED_FIELDS = ("prompt_id", "system_a", "system_b", "outcome")
+# Every column of the hub's `ratings` download (schema version 1, documented in hub/services/exports.py), in order;
+# the reader needs only REQUIRED_FIELDS and uses rater, auto_tie, left, excluded, experiment_id and dataset if there.
+RATINGS_EXPORT_FIELDS = (
+    "rating_id",
+    "experiment_id",
+    "dataset",
+    "dataset_fingerprint",
+    "prompt_id",
+    "item_id",
+    "item_kind",
+    "system_a",
+    "system_b",
+    "system_a_id",
+    "system_b_id",
+    "left",
+    "choice",
+    "outcome",
+    "auto_tie",
+    "expected",
+    "rater",
+    "backend",
+    "task_id",
+    "assignment_id",
+    "external_assignment_id",
+    "created_at",
+    "submitted_at",
+    "seconds_on_task",
+    "excluded",
+    "exclusion_reason",
+)
 OUTCOMES = {"a": 1, "b": -1, "tie": 0}
 LEFT = {"a": 1, "b": 0}
 VOTE_OUTCOMES = {"0": 1, "1": -1, "-1": 0}  # ChatEval votes.csv: 0 = model_1 better, 1 = model_2 better, -1 = tie

@@ -22,36 +22,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from evaluation.judgements import RATINGS_EXPORT_FIELDS as EXPORT_FIELDS  # noqa: E402
 from evaluation.judgements import Judgements  # noqa: E402
-
-EXPORT_FIELDS = (
-    "rating_id",
-    "experiment_id",
-    "dataset",
-    "dataset_fingerprint",
-    "prompt_id",
-    "item_id",
-    "item_kind",
-    "system_a",
-    "system_b",
-    "system_a_id",
-    "system_b_id",
-    "left",
-    "choice",
-    "outcome",
-    "auto_tie",
-    "expected",
-    "rater",
-    "backend",
-    "task_id",
-    "assignment_id",
-    "external_assignment_id",
-    "created_at",
-    "submitted_at",
-    "seconds_on_task",
-    "excluded",
-    "exclusion_reason",
-)
 
 
 @dataclass(frozen=True)

@@ -8,38 +8,12 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from evaluation.judgements import RATINGS_EXPORT_FIELDS
 from hub.models import Assignment, Experiment, ExperimentItem, Rater, Rating, System
 from hub.services.experiments import experiment_is_public
 
 BATCH = 500
-FIELDS = (
-    "rating_id",
-    "experiment_id",
-    "dataset",
-    "dataset_fingerprint",
-    "prompt_id",
-    "item_id",
-    "item_kind",
-    "system_a",
-    "system_b",
-    "system_a_id",
-    "system_b_id",
-    "left",
-    "choice",
-    "outcome",
-    "auto_tie",
-    "expected",
-    "rater",
-    "backend",
-    "task_id",
-    "assignment_id",
-    "external_assignment_id",
-    "created_at",
-    "submitted_at",
-    "seconds_on_task",
-    "excluded",
-    "exclusion_reason",
-)
+FIELDS = RATINGS_EXPORT_FIELDS
 
 
 def public_experiments(session: Session) -> list[Experiment]:

@@ -126,3 +126,24 @@ def new_experiment(engine, admin, system_ids: dict[str, int], **options):
             experiment = experiments.launch(session, admin, experiment.id)
         session.expunge(experiment)
         return experiment
+
+
+def submitted_system(session: Session, name: str, owner_id: int, public: bool, lines: list[str]):
+    """A researcher's system with an evaluated submission of `lines` to hub-open-v1 (no scores needed)."""
+    from evaluation.dataset import load_dataset
+    from hub.models import Submission, SubmissionStatus, System
+
+    system = System(name=name, owner_id=owner_id, is_public=public)
+    session.add(system)
+    session.commit()
+    session.add(
+        Submission(
+            system_id=system.id,
+            dataset_name=DATASET,
+            dataset_fingerprint=load_dataset(DATASET).fingerprint,
+            responses_sha256=storage.get_storage().put(("\n".join(lines) + "\n").encode()),
+            status=SubmissionStatus.evaluated,
+        )
+    )
+    session.commit()
+    return system

@@ -19,13 +19,13 @@ from sqlmodel import Session, func, select
 from evaluation.dataset import load_dataset
 from hub import db
 from hub.migrate import upgrade
-from hub.models import Experiment, IrtFit, ItemKind, Submission, SubmissionStatus, System, User
+from hub.models import Experiment, IrtFit, ItemKind, System, User
 from hub.services import assignments, experiments, irt_fits, raters
 from hub.services.accounts import create_token, create_user
 from hub.services.demo import seed_baselines
 from hub.storage import get_storage
 from hub.web.app import create_app
-from tests.hub.conftest import DATASET, _clear_caches, auth
+from tests.hub.conftest import DATASET, _clear_caches, auth, submitted_system
 
 HTML = {"Accept": "text/html"}
 TRUTH = {"Strong bot": 1.6, "retrieval": 0.0, "echo": -1.2, "Hidden bot": 3.0}
@@ -62,23 +62,6 @@ def _rate_all(session: Session, experiment: Experiment, names: tuple[str, str], 
     return judged
 
 
-def _submitted_system(session: Session, name: str, owner_id: int, public: bool, lines: list[str]) -> System:
-    system = System(name=name, owner_id=owner_id, is_public=public)
-    session.add(system)
-    session.commit()
-    session.add(
-        Submission(
-            system_id=system.id,
-            dataset_name=DATASET,
-            dataset_fingerprint=load_dataset(DATASET).fingerprint,
-            responses_sha256=get_storage().put(("\n".join(lines) + "\n").encode()),
-            status=SubmissionStatus.evaluated,
-        )
-    )
-    session.commit()
-    return system
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
@@ -100,8 +83,8 @@ def site(tmp_path_factory):
             }
             systems = {s.name: s for s in session.exec(select(System))}
             references = [p.references[0] for p in dataset.prompts]
-            systems["Strong bot"] = _submitted_system(session, "Strong bot", owner.id, True, references)
-            systems[PRIVATE] = _submitted_system(
+            systems["Strong bot"] = submitted_system(session, "Strong bot", owner.id, True, references)
+            systems[PRIVATE] = submitted_system(
                 session, PRIVATE, owner.id, False, [p.references[1] for p in dataset.prompts]
             )
             admin = session.get(User, admin.id)

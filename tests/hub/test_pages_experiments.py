@@ -18,13 +18,13 @@ from statsmodels.stats.proportion import proportion_confint
 from evaluation.dataset import load_dataset
 from hub import db
 from hub.migrate import upgrade
-from hub.models import Experiment, ItemKind, Rater, Submission, SubmissionStatus, System, User
+from hub.models import Experiment, ItemKind, Rater, Submission, System, User
 from hub.services import assignments, experiments, raters
 from hub.services.accounts import create_token, create_user
 from hub.services.demo import seed_baselines
 from hub.storage import get_storage
 from hub.web.app import create_app
-from tests.hub.conftest import DATASET, _clear_caches, auth
+from tests.hub.conftest import DATASET, _clear_caches, auth, submitted_system
 
 HTML = {"Accept": "text/html"}
 ROLES = ("anonymous", "other", "owner", "admin")
@@ -67,23 +67,6 @@ def _rate(session: Session, experiment: Experiment, rater_name: str, tasks: int 
         assignments.submit(session, assignment, choices)
         judged += [(rater_name, wanted[item.id]) for item in items if item.kind == ItemKind.pair]
     return judged
-
-
-def _system(session: Session, name: str, owner_id: int, public: bool, lines: list[str]) -> int:
-    system = System(name=name, owner_id=owner_id, is_public=public)
-    session.add(system)
-    session.commit()
-    session.add(
-        Submission(
-            system_id=system.id,
-            dataset_name=DATASET,
-            dataset_fingerprint=load_dataset(DATASET).fingerprint,
-            responses_sha256=get_storage().put(("\n".join(lines) + "\n").encode()),
-            status=SubmissionStatus.evaluated,
-        )
-    )
-    session.commit()
-    return system.id
 
 
 @dataclass
@@ -151,8 +134,10 @@ def site(tmp_path_factory):
             copy = [f"copycat answer {i}" if i < SHOWN else line for i, line in enumerate(echo_lines)]
             systems = {
                 "echo": echo.id,
-                "copycat": _system(session, COPYCAT, users["owner"], True, copy),
-                "private": _system(session, PRIVATE, users["owner"], False, [p.references[1] for p in dataset.prompts]),
+                "copycat": submitted_system(session, COPYCAT, users["owner"], True, copy).id,
+                "private": submitted_system(
+                    session, PRIVATE, users["owner"], False, [p.references[1] for p in dataset.prompts]
+                ).id,
             }
             admin = session.get(User, users["admin"])
 
