@@ -1,4 +1,4 @@
-"""Pairwise human evaluations: create (items, automatic ties, checks, tasks), estimate cost, launch, close, see.
+"""Pairwise human evaluations: create (items, automatic ties, checks, tasks), estimate cost, launch, close.
 
 Creation is one transaction: every item the raters will see is a snapshot (context and both responses), so later
 changes to a submission or a dataset cannot change what was judged. The order of prompts, the blocks, the
@@ -455,59 +455,3 @@ def close(session: Session, admin: User, experiment_id: int) -> Experiment:
     enqueue_refit(experiment.dataset_name)
     session.refresh(experiment)
     return experiment
-
-
-# --- who may see what ---------------------------------------------------------------------------------------
-
-
-def system_is_public(session: Session, system: System, dataset_name: str) -> bool:
-    """Baselines; imported systems marked public; submitted systems whose owner opted in and whose responses on
-    this dataset were approved (the same rule as `can_view`)."""
-    if system.is_baseline:
-        return True
-    if not system.is_public:
-        return False
-    if system.owner_id is None:
-        return True
-    query = select(Submission.id).where(
-        Submission.system_id == system.id,
-        Submission.dataset_name == dataset_name,
-        col(Submission.status).in_(RESULT_STATUSES),
-    )
-    return session.exec(query).first() is not None
-
-
-def experiment_is_public(session: Session, experiment: Experiment) -> bool:
-    if experiment.status == ExperimentStatus.draft:
-        return False
-    systems = (session.get(System, experiment.system_a_id), session.get(System, experiment.system_b_id))
-    return all(s is not None and system_is_public(session, s, experiment.dataset_name) for s in systems)
-
-
-def can_view_experiment(session: Session, experiment: Experiment, viewer: User | None) -> bool:
-    if viewer is not None and viewer.is_admin:
-        return True
-    if experiment_is_public(session, experiment):
-        return True
-    if viewer is None or experiment.status == ExperimentStatus.draft:
-        return False
-    owners = {
-        s.owner_id
-        for s in (session.get(System, experiment.system_a_id), session.get(System, experiment.system_b_id))
-        if s
-    }
-    return viewer.id in owners
-
-
-def visible_experiment(session: Session, experiment_id: int, viewer: User | None) -> Experiment:
-    experiment = session.get(Experiment, experiment_id)
-    if experiment is None or not can_view_experiment(session, experiment, viewer):
-        raise NotFound(f"no experiment #{experiment_id}")
-    return experiment
-
-
-def visible_experiments(session: Session, viewer: User | None, *, dataset: str | None = None) -> list[Experiment]:
-    query = select(Experiment).order_by(col(Experiment.id).desc())
-    if dataset is not None:
-        query = query.where(Experiment.dataset_name == dataset)
-    return [e for e in session.exec(query) if can_view_experiment(session, e, viewer)]

@@ -18,8 +18,8 @@ from sqlmodel import Session, col, select
 
 from evaluation.pairwise_results import summarize
 from hub.models import Experiment, ExperimentItem, ExperimentStatus, ItemKind, Rater, Rating, System, Task, User
+from hub.services.experiment_access import can_view_experiment, experiment_is_public
 from hub.services.experiment_results import experiment_json
-from hub.services.experiments import can_view_experiment, experiment_is_public
 
 FLIP = {"A": "B", "B": "A", "tie": "tie"}
 Counts = dict[str, int]

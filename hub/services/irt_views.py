@@ -15,7 +15,7 @@ from sqlmodel import Session, col, select
 from hub.errors import HubError, NotFound
 from hub.models import Experiment, ExperimentItem, IrtFit, System
 from hub.services.datasets import installed_dataset
-from hub.services.experiments import experiment_is_public
+from hub.services.experiment_access import experiment_is_public
 from hub.services.irt_fits import MIN_JUDGEMENTS, latest_fit
 
 IRT_SORT_KEY = "irt"  # the leaderboard column of IRT abilities

@@ -10,7 +10,7 @@ from sqlmodel import Session, col, select
 
 from evaluation.judgements import RATINGS_EXPORT_FIELDS
 from hub.models import Assignment, Experiment, ExperimentItem, Rater, Rating, System
-from hub.services.experiments import experiment_is_public
+from hub.services.experiment_access import experiment_is_public
 
 BATCH = 500
 FIELDS = RATINGS_EXPORT_FIELDS

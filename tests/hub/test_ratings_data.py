@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, func, select
 
 from hub.models import Experiment, Rater, Rating, System
-from hub.services import assignments, experiments, raters
+from hub.services import assignments, experiment_access, raters
 from hub.services.ratings_import import import_chateval, read_votes
 from hub.web.app import create_app
 from tests.hub.conftest import new_experiment
@@ -113,7 +113,7 @@ def test_ratings_of_a_private_system_are_not_published(hub_env, admin_user, base
     assert rows == []
     assert client.get(f"/api/experiments/{experiment.id}").status_code == 404
     with Session(hub_env) as session:
-        assert not experiments.experiment_is_public(session, session.get(Experiment, experiment.id))
+        assert not experiment_access.experiment_is_public(session, session.get(Experiment, experiment.id))
 
 
 def test_export_writes_every_download_and_a_manifest(hub_env, admin_user, baselines, tmp_path, run_cli):

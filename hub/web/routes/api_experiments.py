@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from hub.errors import Forbidden
 from hub.models import Backend, Rater
-from hub.services import experiment_results, experiments, irt_plan, raters
+from hub.services import experiment_access, experiment_results, experiments, irt_plan, raters
 from hub.settings import get_settings
 from hub.storage import get_storage
 from hub.web.deps import DatabaseId, SessionDep, UserDep, ViewerDep
@@ -60,14 +60,14 @@ def plan(
 def list_experiments(session: SessionDep, viewer: ViewerDep, dataset: str | None = None) -> list[dict[str, Any]]:
     return [
         experiment_results.experiment_json(e, *experiment_results.systems_of(session, e))
-        for e in experiments.visible_experiments(session, viewer, dataset=dataset)
+        for e in experiment_access.visible_experiments(session, viewer, dataset=dataset)
     ]
 
 
 @router.get("/api/experiments/{experiment_id}")
 def show(experiment_id: DatabaseId, session: SessionDep, viewer: ViewerDep) -> dict[str, Any]:
     """Results: wins, ties, losses, win rate with interval, sign test, agreement; the rater table for admins."""
-    experiment = experiments.visible_experiment(session, experiment_id, viewer)
+    experiment = experiment_access.visible_experiment(session, experiment_id, viewer)
     return experiment_results.results(session, experiment, with_raters=bool(viewer and viewer.is_admin))
 
 

@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse
 
 from evaluation.dataset import installed_dataset_dirs
 from hub.errors import NotFound
-from hub.services import experiment_results, experiments, human_summaries
+from hub.services import experiment_access, experiment_results, human_summaries
 from hub.services.exports import MEDIA_TYPES
 from hub.web.deps import SessionDep, ViewerDep
 from hub.web.templating import render
@@ -95,7 +95,7 @@ def _agreement_rows(agreement: dict[str, Any] | None) -> list[dict[str, Any]]:
 def experiment_page(request: Request, experiment_id: str, session: SessionDep, viewer: ViewerDep):
     if not re.fullmatch(r"[0-9]{1,18}", experiment_id):  # the 404 page, as for an id that does not exist (and fits)
         raise NotFound(f"no experiment #{experiment_id}")
-    experiment = experiments.visible_experiment(session, int(experiment_id), viewer)
+    experiment = experiment_access.visible_experiment(session, int(experiment_id), viewer)
     view = experiment_results.results(session, experiment, with_raters=False)
     context = {
         "viewer": viewer,
@@ -103,7 +103,7 @@ def experiment_page(request: Request, experiment_id: str, session: SessionDep, v
         "chart": _outcome_chart(view),
         "agreement": _agreement_rows(view["agreement"]),
         "dataset_installed": experiment.dataset_name in installed_dataset_dirs(),
-        "is_public": experiments.experiment_is_public(session, experiment),
+        "is_public": experiment_access.experiment_is_public(session, experiment),
         "downloads": [{"format": fmt, "url": f"/api/downloads/ratings.{fmt}"} for fmt in MEDIA_TYPES],
         "json_url": f"/api/experiments/{experiment.id}",
     }
