@@ -40,3 +40,9 @@ class PayloadTooLarge(HubError):
 
 class UnprocessableInput(HubError):
     status_code = 422
+
+
+class ServiceUnavailable(HubError):
+    """The database is busy or restarting: the client may try again (a repeated submission is recognised)."""
+
+    status_code = 503

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import sqlalchemy.exc
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.sessions import SessionMiddleware
 
-from hub.errors import HubError
+from hub.errors import HubError, ServiceUnavailable
 from hub.migrate import upgrade
 from hub.settings import get_settings
 from hub.web.csrf import ApiCsrfMiddleware
@@ -30,6 +32,28 @@ from hub.web.routes import (
     pages_rating,
 )
 from hub.web.templating import STATIC, render, wants_html
+
+log = logging.getLogger(__name__)
+RETRY_AFTER_SECONDS = 2
+TRANSIENT_SIGNS = (
+    "database is locked",
+    "server closed the connection",
+    "could not connect",
+    "connection refused",
+    "terminating connection",
+    "the database system is starting up",
+    "the database system is shutting down",
+)
+
+
+def _transient(exc: Exception) -> bool:
+    """A pool timeout, a lost or refused connection, or SQLite's lock wait running out: worth trying again."""
+    if isinstance(exc, sqlalchemy.exc.TimeoutError):
+        return True
+    if getattr(exc, "connection_invalidated", False):
+        return True
+    message = str(getattr(exc, "orig", exc)).lower()
+    return any(sign in message for sign in TRANSIENT_SIGNS)
 
 
 def create_app(*, embedded_worker: bool = False) -> FastAPI:
@@ -67,6 +91,19 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
             }
             return render(request, "error.html", context, status_code=exc.status_code)
         return JSONResponse({"error": exc.message, "field": exc.field}, status_code=exc.status_code)
+
+    @app.exception_handler(sqlalchemy.exc.TimeoutError)
+    @app.exception_handler(sqlalchemy.exc.OperationalError)
+    async def database_busy(request: Request, exc: Exception):
+        # A burst that waits too long for a connection, or a database that is restarting: a clear 503 the rating
+        # page and API clients retry, instead of an anonymous 500. Other operational errors (a missing table) are bugs.
+        if not _transient(exc):
+            raise exc
+        log.warning("database busy or unavailable on %s: %s", request.url.path, str(exc).splitlines()[0][:200])
+        busy = ServiceUnavailable("the hub's database is busy or restarting; try again in a moment")
+        response = await hub_error(request, busy)
+        response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
 
     app.include_router(api_submissions.router)
     app.include_router(api_admin.router)
