@@ -1,9 +1,7 @@
-"""Pairwise human evaluations: create (items, automatic ties, checks, tasks), estimate cost, launch, close.
+"""Pairwise human evaluations: create (validate, snapshot, store the seed), estimate cost, launch, close.
 
-Creation is one transaction: every item the raters will see is a snapshot (context and both responses), so later
-changes to a submission or a dataset cannot change what was judged. The order of prompts, the blocks, the
-left/right side of every pair and where the quality checks sit in each block all come from one seeded random
-generator, and the seed is stored with the experiment.
+Creation is one transaction: hub.services.experiment_items builds every item and task from one seeded random
+generator, and the seed is stored with the experiment, so the same form and seed rebuild the same experiment.
 """
 
 from __future__ import annotations
@@ -24,19 +22,17 @@ from hub.models import (
     ExperimentItem,
     ExperimentStatus,
     ItemKind,
-    Rating,
     Submission,
     SubmissionStatus,
     System,
-    Task,
     TieMode,
     User,
 )
 from hub.models.common import utcnow
 from hub.services import audit
 from hub.services.adaptive import AdaptiveOptions
-from hub.services.check_items import degrade
 from hub.services.datasets import installed_dataset
+from hub.services.experiment_items import build_items
 from hub.services.leaderboard import RESULT_STATUSES, read_responses
 from hub.storage import Storage
 
@@ -154,10 +150,6 @@ def experiment_cost(session: Session, experiment: Experiment) -> CostEstimate:
     )
 
 
-def _same(a: str, b: str) -> bool:
-    return " ".join(a.split()) == " ".join(b.split())
-
-
 def judged_submission(
     session: Session, system: System, dataset: Dataset, submission_id: int | None = None
 ) -> Submission:
@@ -263,7 +255,7 @@ def create_experiment(session: Session, actor: User | None, form: ExperimentForm
     try:
         session.add(experiment)
         session.flush()
-        _build_items(
+        build_items(
             session, experiment, dataset, shown, responses_a, responses_b, form.known_answers, random.Random(seed)
         )
         session.commit()
@@ -279,137 +271,6 @@ def create_experiment(session: Session, actor: User | None, form: ExperimentForm
     )
     session.refresh(experiment)
     return experiment
-
-
-def _context(dataset: Dataset, index: int) -> list[dict[str, str]]:
-    return [{"role": turn.role, "content": turn.content} for turn in dataset.prompts[index].context]
-
-
-def _build_items(
-    session: Session,
-    experiment: Experiment,
-    dataset: Dataset,
-    chosen: list[int],
-    responses_a: list[str],
-    responses_b: list[str],
-    known_answers: list[KnownAnswer],
-    rng: random.Random,
-) -> None:
-    shown: list[int] = []
-    for i in chosen:
-        if _same(responses_a[i], responses_b[i]):
-            item = ExperimentItem(
-                experiment_id=experiment.id,
-                prompt_id=dataset.prompt_ids[i],
-                auto_tie=True,
-                context=_context(dataset, i),
-                left_text=responses_a[i],
-                right_text=responses_b[i],
-            )
-            session.add(item)
-            session.flush()
-            session.add(Rating(experiment_id=experiment.id, item_id=item.id, outcome="tie", auto_tie=True))
-        else:
-            shown.append(i)
-    rng.shuffle(shown)
-    size = experiment.prompts_per_task
-    prompt_index = {pid: i for i, pid in enumerate(dataset.prompt_ids)}
-    for t, start in enumerate(range(0, len(shown), size)):
-        task = Task(experiment_id=experiment.id, index=t, slots=experiment.raters_per_prompt)
-        session.add(task)
-        session.flush()
-        block: list[ExperimentItem] = []
-        for i in shown[start : start + size]:
-            left_is_a = rng.random() < 0.5
-            a, b = responses_a[i], responses_b[i]
-            block.append(
-                ExperimentItem(
-                    experiment_id=experiment.id,
-                    task_id=task.id,
-                    prompt_id=dataset.prompt_ids[i],
-                    kind=ItemKind.pair,
-                    left_is_a=left_is_a,
-                    context=_context(dataset, i),
-                    left_text=a if left_is_a else b,
-                    right_text=b if left_is_a else a,
-                )
-            )
-        pairs = list(block)
-        for _ in range(experiment.attention_checks_per_task):
-            check = _attention_item(
-                experiment, task, dataset, rng.choice(pairs).prompt_id, prompt_index, responses_a, responses_b, rng
-            )
-            if check is not None:
-                block.append(check)
-        if known_answers:
-            known = known_answers[t % len(known_answers)]
-            left_is_a = rng.random() < 0.5
-            block.append(
-                ExperimentItem(
-                    experiment_id=experiment.id,
-                    task_id=task.id,
-                    prompt_id=known.prompt_id,
-                    kind=ItemKind.known_answer,
-                    left_is_a=left_is_a,
-                    context=_context(dataset, prompt_index[known.prompt_id]),
-                    expected="A",
-                    left_text=known.better if left_is_a else known.worse,
-                    right_text=known.worse if left_is_a else known.better,
-                )
-            )
-        for original in rng.sample(pairs, min(experiment.repeats_per_task, len(pairs) - 1 if len(pairs) > 1 else 0)):
-            session.add(original)
-            session.flush()
-            block.append(
-                ExperimentItem(
-                    experiment_id=experiment.id,
-                    task_id=task.id,
-                    prompt_id=original.prompt_id,
-                    kind=ItemKind.repeat,
-                    left_is_a=not original.left_is_a,
-                    context=original.context,
-                    repeat_of_id=original.id,
-                    left_text=original.right_text,
-                    right_text=original.left_text,
-                )
-            )
-        rng.shuffle(block)  # checks land anywhere in the block, never always last
-        for position, item in enumerate(block):
-            item.position = position
-            session.add(item)
-    session.flush()
-
-
-def _attention_item(
-    experiment: Experiment,
-    task: Task,
-    dataset: Dataset,
-    prompt_id: str,
-    prompt_index: dict[str, int],
-    responses_a: list[str],
-    responses_b: list[str],
-    rng: random.Random,
-) -> ExperimentItem | None:
-    """The real response of A or B (chosen at random) against a degraded one; A of the check is the real one."""
-    i = prompt_index[prompt_id]
-    source = responses_a if rng.random() < 0.5 else responses_b
-    others = [source[j] for j in rng.sample(range(len(source)), min(20, len(source))) if j != i]
-    degraded = degrade(source[i], others, rng)
-    if degraded is None:
-        return None
-    left_is_a = rng.random() < 0.5
-    return ExperimentItem(
-        experiment_id=experiment.id,
-        task_id=task.id,
-        prompt_id=prompt_id,
-        kind=ItemKind.attention,
-        left_is_a=left_is_a,
-        context=_context(dataset, i),
-        expected="A",
-        note=degraded.how,
-        left_text=source[i] if left_is_a else degraded.text,
-        right_text=degraded.text if left_is_a else source[i],
-    )
 
 
 # --- lifecycle ---------------------------------------------------------------------------------------------
