@@ -228,3 +228,23 @@ def discrimination_by_prompt(session: Session, dataset_name: str) -> dict[str, d
     if fit is None:
         return {}
     return {row["prompt"]: {**row, "rank": rank} for rank, row in enumerate(fit["prompts"], start=1)}
+
+
+def statistics_index(session: Session) -> list[dict[str, Any]]:
+    """Every dataset with a published fit: its judgement count, top system and when it was fitted (overview)."""
+    found = []
+    for dataset_name in fitted_datasets(session):
+        fit = published_fit(session, dataset_name)
+        if fit is None or not fit["systems"]:
+            continue
+        found.append(
+            {
+                "dataset": dataset_name,
+                "url": fit["url"],
+                "n_judgements": fit["n_judgements"],
+                "systems": len(fit["systems"]),
+                "top_system": fit["systems"][0]["system"],
+                "fitted_at": fit["fitted_at"],
+            }
+        )
+    return found

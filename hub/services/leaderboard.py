@@ -325,7 +325,9 @@ def compare(
 
 def overview(session: Session, viewer: User | None) -> dict[str, Any]:
     """Datasets with their number of ranked entries, the number of systems and the latest evaluated entries,
-    all read through the leaderboards so the viewer sees exactly what those show them."""
+    all read through the leaderboards so the viewer sees exactly what those show them; and the published IRT fits."""
+    from hub.services.irt_views import statistics_index  # it needs experiments, which import this module
+
     datasets, entries = [], []
     for dataset in list_datasets():
         rows = leaderboard(session, dataset["name"], viewer)["rows"]
@@ -336,4 +338,5 @@ def overview(session: Session, viewer: User | None) -> dict[str, Any]:
         "datasets": datasets,
         "system_count": len({row["system_id"] for row in entries}),
         "latest": entries[:LATEST_ON_OVERVIEW],
+        "statistics": statistics_index(session),
     }

@@ -152,8 +152,16 @@ def test_the_statistics_page_ranks_the_systems_as_simulated_and_names_the_real_d
     assert "Strong bot better" in page
 
 
+def test_the_overview_lists_the_published_statistics(site):
+    (entry,) = _api(site, "/api/overview")["statistics"]
+    assert entry["dataset"] == DATASET and entry["systems"] == 3 and entry["top_system"] == "Strong bot"
+    assert entry["n_judgements"] == site["judged"]
+    assert f'href="/irt/{DATASET}"' in _page(site, "/")
+
+
 def test_a_private_system_appears_nowhere_in_the_published_fit(site):
     texts = [
+        site["client"].get("/api/overview").text,
         site["client"].get(f"/api/irt/{DATASET}").text,
         _page(site, f"/irt/{DATASET}"),
         _page(site, f"/leaderboards/{DATASET}"),
