@@ -150,5 +150,6 @@ def summary(session: Session, experiment: Experiment) -> dict[str, Any] | None:
         "judgements": test.used if test else 0,
         "log_evalues": list(test.log_evalues) if test else None,
         "threshold": 2 / chosen.alpha,
+        "order": experiment.settings["adaptive"].get("order"),
         "stopped": experiment.settings["adaptive"].get("stopped"),
     }

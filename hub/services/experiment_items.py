@@ -38,8 +38,12 @@ def build_items(
     responses_b: list[str],
     known_answers: list[KnownAnswer],
     rng: random.Random,
+    priority: dict[int, float] | None = None,
 ) -> None:
-    """Add every item and task of `experiment` for the prompts `chosen` (dataset indexes); flushes, never commits."""
+    """Add every item and task of `experiment` for the prompts `chosen` (dataset indexes); flushes, never commits.
+
+    `priority` (dataset index -> expected information) puts the most informative prompts in the first tasks, which
+    an adaptive experiment releases first; the seeded shuffle still breaks ties."""
     shown: list[int] = []
     for i in chosen:
         if _same(responses_a[i], responses_b[i]):
@@ -57,6 +61,8 @@ def build_items(
         else:
             shown.append(i)
     rng.shuffle(shown)
+    if priority is not None:
+        shown.sort(key=lambda i: -priority.get(i, 0.0))
     size = experiment.prompts_per_task
     prompt_index = {pid: i for i, pid in enumerate(dataset.prompt_ids)}
     for t, start in enumerate(range(0, len(shown), size)):

@@ -198,6 +198,22 @@ def _chosen_prompts(dataset: Dataset, prompt_ids: list[str]) -> list[int]:
     return sorted({index[pid] for pid in prompt_ids})
 
 
+def _adaptive_priority(
+    session: Session, dataset: Dataset, system_a: System, system_b: System
+) -> tuple[dict[int, float] | None, str]:
+    """For an adaptive experiment: the expected information of each prompt in the dataset's newest IRT fit, so the
+    first rounds judge the prompts that tell the most; random order while the dataset has no fit."""
+    from hub.services.irt_plan import plan
+
+    ranked = plan(session, dataset.manifest.name, system_a.id, system_b.id)
+    if ranked["fit_id"] is None:
+        return None, "random (no IRT fit of the dataset yet)"
+    index = {pid: i for i, pid in enumerate(dataset.prompt_ids)}
+    return {index[row["prompt_id"]]: row["information"] for row in ranked["prompts"]}, (
+        f"expected information first (IRT fit #{ranked['fit_id']})"
+    )
+
+
 def create_experiment(session: Session, actor: User | None, form: ExperimentForm, storage: Storage) -> Experiment:
     """A draft experiment with every item and task built (nothing shown to raters until launch)."""
     if actor is not None and not actor.is_admin:
@@ -217,8 +233,10 @@ def create_experiment(session: Session, actor: User | None, form: ExperimentForm
         except ValueError as exc:
             raise UnprocessableInput(f"Mechanical Turk options: {exc}", field="mturk") from None
     settings: dict[str, Any] = {"mturk": form.mturk} if form.mturk else {}
+    priority = None
     if form.adaptive is not None:
-        settings["adaptive"] = {"options": form.adaptive.model_dump()}
+        priority, order = _adaptive_priority(session, dataset, system_a, system_b)
+        settings["adaptive"] = {"options": form.adaptive.model_dump(), "order": order}
     if form.most_informative is not None:
         if form.prompt_ids:
             raise UnprocessableInput("give prompt_ids or most_informative, not both", field="most_informative")
@@ -256,7 +274,15 @@ def create_experiment(session: Session, actor: User | None, form: ExperimentForm
         session.add(experiment)
         session.flush()
         build_items(
-            session, experiment, dataset, shown, responses_a, responses_b, form.known_answers, random.Random(seed)
+            session,
+            experiment,
+            dataset,
+            shown,
+            responses_a,
+            responses_b,
+            form.known_answers,
+            random.Random(seed),
+            priority=priority,
         )
         session.commit()
     except Exception:

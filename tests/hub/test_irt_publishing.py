@@ -19,7 +19,7 @@ from sqlmodel import Session, func, select
 from evaluation.dataset import load_dataset
 from hub import db
 from hub.migrate import upgrade
-from hub.models import Experiment, IrtFit, ItemKind, System, User
+from hub.models import Experiment, ExperimentItem, IrtFit, ItemKind, System, User
 from hub.services import assignments, experiments, irt_fits, raters
 from hub.services.accounts import create_token, create_user
 from hub.services.demo import seed_baselines
@@ -323,3 +323,32 @@ def test_closing_an_experiment_refits_the_dataset_in_the_job_queue(hub_env, admi
         consumer.stop(graceful=True)
     assert fit is not None and fit.n_judgements == judged
     assert {row["system"] for row in fit.report["systems"]} == {"echo", "retrieval"}
+
+
+def test_an_adaptive_experiment_releases_the_most_informative_prompts_first(site):
+    client, ids, admin = site["client"], site["ids"], auth(site["tokens"]["admin"])
+    plan = client.get(
+        f"/api/experiments/plan?dataset={DATASET}&system_a={ids['Strong bot']}&system_b={ids['echo']}", headers=admin
+    ).json()
+    form = {
+        "dataset": DATASET,
+        "system_a_id": ids["Strong bot"],
+        "system_b_id": ids["echo"],
+        "prompt_ids": load_dataset(DATASET).prompt_ids[:30],
+        "prompts_per_task": 5,
+        "adaptive": {"round_tasks": 1},
+        "seed": 9,
+    }
+    created = client.post("/api/experiments", json=form, headers=admin)
+    assert created.status_code == 201, created.text
+    with Session(site["engine"]) as session:
+        experiment = session.get(Experiment, created.json()["experiment"]["id"])
+        assert experiment.settings["adaptive"]["order"] == f"expected information first (IRT fit #{site['fit_id']})"
+        shown = {
+            i.prompt_id: i.task_id
+            for i in session.exec(select(ExperimentItem))
+            if i.experiment_id == experiment.id and i.kind == ItemKind.pair
+        }
+        first_task = min(shown.values())
+    ranked = [row["prompt_id"] for row in plan["prompts"] if row["prompt_id"] in shown]
+    assert {pid for pid, task in shown.items() if task == first_task} == set(ranked[:5])
