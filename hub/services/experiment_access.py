@@ -1,10 +1,13 @@
 """Who may see which human evaluation: public systems and experiments, and what a given viewer may open or list.
 
-An experiment is public once launched and when both its systems are public; admins see everything, and the owner
-of either system sees it too. A viewer who may not see an experiment is told it does not exist (NotFound).
+An experiment is public once launched and when both its systems are public. Admins see everything; the owner of a
+system also sees its experiments against systems that are public or their own. A viewer who may not see an
+experiment is told it does not exist (NotFound).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from sqlmodel import Session, col, select
 
@@ -38,18 +41,19 @@ def experiment_is_public(session: Session, experiment: Experiment) -> bool:
 
 
 def can_view_experiment(session: Session, experiment: Experiment, viewer: User | None) -> bool:
+    """Admins see every experiment; anyone a public one; a launched one that is not public only a viewer who may see
+    both its systems (each public or their own), so a comparison never reveals someone else's private system."""
     if viewer is not None and viewer.is_admin:
         return True
     if experiment_is_public(session, experiment):
         return True
     if viewer is None or experiment.status == ExperimentStatus.draft:
         return False
-    owners = {
-        s.owner_id
-        for s in (session.get(System, experiment.system_a_id), session.get(System, experiment.system_b_id))
-        if s
-    }
-    return viewer.id in owners
+    systems = (session.get(System, experiment.system_a_id), session.get(System, experiment.system_b_id))
+    return all(
+        s is not None and (s.owner_id == viewer.id or system_is_public(session, s, experiment.dataset_name))
+        for s in systems
+    )
 
 
 def visible_experiment(session: Session, experiment_id: int, viewer: User | None) -> Experiment:
@@ -59,8 +63,11 @@ def visible_experiment(session: Session, experiment_id: int, viewer: User | None
     return experiment
 
 
-def visible_experiments(session: Session, viewer: User | None, *, dataset: str | None = None) -> list[Experiment]:
-    query = select(Experiment).order_by(col(Experiment.id).desc())
+def visible_experiments(
+    session: Session, viewer: User | None, *conditions: Any, dataset: str | None = None
+) -> list[Experiment]:
+    """The experiments matching `conditions` (SQL expressions) the viewer may see, newest first."""
+    query = select(Experiment).where(*conditions).order_by(col(Experiment.id).desc())
     if dataset is not None:
         query = query.where(Experiment.dataset_name == dataset)
     return [e for e in session.exec(query) if can_view_experiment(session, e, viewer)]

@@ -18,7 +18,7 @@ from sqlmodel import Session, col, select
 
 from evaluation.pairwise_results import summarize
 from hub.models import Experiment, ExperimentItem, ExperimentStatus, ItemKind, Rater, Rating, System, Task, User
-from hub.services.experiment_access import can_view_experiment, experiment_is_public
+from hub.services.experiment_access import experiment_is_public, visible_experiments
 from hub.services.experiment_results import experiment_json
 
 FLIP = {"A": "B", "B": "A", "tie": "tie"}
@@ -70,15 +70,10 @@ def _names(session: Session, experiments: list[Experiment]) -> dict[int, System]
     return {s.id: s for s in session.exec(select(System).where(col(System.id).in_(ids)))} if ids else {}
 
 
-def _visible(session: Session, viewer: User | None, *conditions) -> list[Experiment]:
-    query = select(Experiment).where(*conditions).order_by(col(Experiment.id).desc())
-    return [e for e in session.exec(query) if can_view_experiment(session, e, viewer)]
-
-
 def experiment_list(session: Session, viewer: User | None, *, dataset: str | None = None) -> dict[str, Any]:
     """Every experiment the viewer may see (newest first), optionally of one dataset, with its progress and
     summary; and the datasets that have any, for the filter."""
-    visible = _visible(session, viewer)
+    visible = visible_experiments(session, viewer)
     chosen = [e for e in visible if dataset is None or e.dataset_name == dataset]
     ids = [e.id for e in chosen]
     counts, progress, systems = outcome_counts(session, ids), _progress(session, ids), _names(session, chosen)
@@ -95,7 +90,7 @@ def experiment_list(session: Session, viewer: User | None, *, dataset: str | Non
 
 
 def _launched_of(session: Session, system: System, viewer: User | None) -> list[Experiment]:
-    return _visible(
+    return visible_experiments(
         session,
         viewer,
         or_(col(Experiment.system_a_id) == system.id, col(Experiment.system_b_id) == system.id),
@@ -147,7 +142,7 @@ def leaderboard_human(
 ) -> tuple[list[dict[str, Any]], dict[int, dict[str, dict[str, Any]]]]:
     """Columns (one per baseline with launched experiments on `dataset` the viewer may see) and, per system, a cell
     per column: its human win rate against that baseline, the judgements of all those experiments pooled."""
-    experiments = _visible(
+    experiments = visible_experiments(
         session, viewer, Experiment.dataset_name == dataset, Experiment.status != ExperimentStatus.draft
     )
     systems = _names(session, experiments)
