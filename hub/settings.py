@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,7 +28,10 @@ class HubSettings(BaseSettings):
     storage_url: str = Field(default="", description="file:///path or s3://bucket/prefix; default: data_dir/files.")
     s3_endpoint_url: str | None = Field(default=None, description="S3-compatible endpoint (e.g. a local server).")
     queue_url: str = Field(default="", description="redis://host:port/db, or empty for a SQLite queue in data_dir.")
-    secret_key: str = Field(default="dev-only-change-me", description="Signs session cookies and CSRF tokens.")
+    secret_key: str = Field(
+        default="",
+        description="Signs session cookies, CSRF tokens and rater hashes; empty: a random key kept in data_dir.",
+    )
     secure_cookies: bool = Field(default=False, description="Send the session cookie over HTTPS only (production).")
     max_upload_bytes: int = Field(default=100 * 1024 * 1024, description="Largest accepted uploaded file.")
     public_url: str = Field(
@@ -46,6 +51,27 @@ class HubSettings(BaseSettings):
         return self.storage_url or (self.data_dir / "files").resolve().as_uri()
 
 
+def data_dir_secret(data_dir: Path) -> str:
+    """The random key kept in `data_dir/secret_key`, made on first use. Written whole under a temporary name and
+    linked into place, so processes starting together all read the same complete key."""
+    path = data_dir / "secret_key"
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        staged = data_dir / f".secret_key.{os.getpid()}.{secrets.token_hex(4)}"
+        staged.write_text(secrets.token_urlsafe(48), encoding="utf-8")
+        staged.chmod(0o600)
+        try:
+            os.link(staged, path)
+        except FileExistsError:
+            pass  # another process made it first: use theirs
+        finally:
+            staged.unlink()
+    return path.read_text(encoding="utf-8").strip()
+
+
 @lru_cache
 def get_settings() -> HubSettings:
-    return HubSettings()
+    settings = HubSettings()
+    if not settings.secret_key:  # never a published default: anyone could forge sessions and unmask rater hashes
+        settings.secret_key = data_dir_secret(settings.data_dir)
+    return settings
