@@ -181,12 +181,18 @@ def refit_irt_command(
     from rich.progress import Progress, TaskID
 
     from hub.db import get_engine
+    from hub.errors import NotFound
     from hub.migrate import upgrade
     from hub.services.irt_fits import judged_datasets, refit
 
     upgrade()
     engine = get_engine()
-    for name in dataset or judged_datasets(engine):
+    judged = judged_datasets(engine)
+    unknown = [name for name in dataset or [] if name not in judged]
+    if unknown:
+        known = ", ".join(judged) or "none"
+        raise NotFound(f"no experiment on dataset {unknown[0]!r}; datasets with experiments: {known}")
+    for name in dataset or judged:
         with Progress(console=err, transient=True) as bar:
             task = bar.add_task(f"IRT fit of {name}", total=1.0)
 

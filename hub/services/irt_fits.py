@@ -26,11 +26,7 @@ MIN_JUDGEMENTS = 20  # fewer say nothing a reader should see as a ranking
 
 
 def public_judgement_rows(session: Session, dataset_name: str) -> list[dict[str, Any]]:
-    return [
-        row
-        for row in ratings_rows(session)
-        if row["dataset"] == dataset_name and row["item_kind"] == "pair" and not row["excluded"]
-    ]
+    return [row for row in ratings_rows(session, dataset_name) if row["item_kind"] == "pair" and not row["excluded"]]
 
 
 def digest(rows: list[dict[str, Any]]) -> str:
@@ -65,28 +61,35 @@ def refit(
     with Session(engine) as session:
         rows = public_judgement_rows(session, dataset_name)
         judged = sum(1 for r in rows if not r["auto_tie"])
-        if judged < MIN_JUDGEMENTS:
-            return None
         rows_digest = digest(rows)
         previous = latest_fit(session, dataset_name)
         if previous is not None and previous.judgements_digest == rows_digest:
             return None
+        if judged < MIN_JUDGEMENTS:
+            if previous is None or not previous.report:
+                return None
+            # Judgements were withdrawn (a system made private): an empty fit supersedes the published one.
+            return _store(session, dataset_name, rows_digest, judged, {})
         judgements = from_records(rows, name=f"{dataset_name} ratings", qualify_prompts=False)
         report = fit_report(
             judgements, anchor=_anchor(session, judgements.systems), bootstrap=bootstrap, seed=SEED, progress=progress
         )
-        payload = report.to_json()
-        fit = IrtFit(
-            dataset_name=dataset_name,
-            judgements_digest=rows_digest,
-            n_judgements=judged,
-            signature=payload.get("signature", {}),
-            report=payload,
-        )
-        session.add(fit)
-        session.commit()
-        log.info("IRT fit #%s of %s: %s judgements", fit.id, dataset_name, judged)
-        return fit.id
+        return _store(session, dataset_name, rows_digest, judged, report.to_json())
+
+
+def _store(session: Session, dataset_name: str, rows_digest: str, judged: int, payload: dict[str, Any]) -> int | None:
+    """A new fit row (an empty `payload`: nothing to publish); older fits are kept."""
+    fit = IrtFit(
+        dataset_name=dataset_name,
+        judgements_digest=rows_digest,
+        n_judgements=judged,
+        signature=payload.get("signature", {}),
+        report=payload,
+    )
+    session.add(fit)
+    session.commit()
+    log.info("IRT fit #%s of %s: %s judgements", fit.id, dataset_name, judged)
+    return fit.id
 
 
 def judged_datasets(engine: Engine) -> list[str]:

@@ -13,7 +13,7 @@ import numpy as np
 from sqlmodel import Session
 
 from evaluation.irt.information import expected_information, outcome_probabilities
-from hub.errors import BadRequest, NotFound
+from hub.errors import NotFound, UnprocessableInput
 from hub.models import System
 from hub.services.datasets import installed_dataset
 from hub.services.irt_fits import latest_fit
@@ -32,10 +32,12 @@ def _system(session: Session, system_id: int) -> System:
 def plan(session: Session, dataset_name: str, system_a_id: int, system_b_id: int) -> dict[str, Any]:
     """Every prompt of the installed dataset, most informative first, with the fit and gap the ranking used."""
     if system_a_id == system_b_id:
-        raise BadRequest("a comparison needs two different systems", field="system_b_id")
+        raise UnprocessableInput("system A and system B must differ", field="system_b_id")
     dataset = installed_dataset(dataset_name)
     system_a, system_b = _system(session, system_a_id), _system(session, system_b_id)
     fit = latest_fit(session, dataset.name)
+    if fit is not None and not fit.report:  # superseded: too few public judgements left
+        fit = None
     report = fit.report if fit is not None else {"systems": [], "prompts": [], "tau": 0.0}
     abilities = {row["system"]: row["ability"] for row in report["systems"]}
     known = system_a.name in abilities and system_b.name in abilities
@@ -73,6 +75,11 @@ def plan(session: Session, dataset_name: str, system_a_id: int, system_b_id: int
 def most_informative(session: Session, dataset_name: str, system_a_id: int, system_b_id: int, count: int):
     """The `count` most informative prompt ids and how they were chosen (kept in the experiment's settings)."""
     ranked = plan(session, dataset_name, system_a_id, system_b_id)
+    if ranked["fit_id"] is None:  # every prompt would look alike: the "most informative" would be the first N
+        raise UnprocessableInput(
+            f"{dataset_name} has no IRT fit yet to rank its prompts by; choose prompt_ids instead",
+            field="most_informative",
+        )
     chosen = [row["prompt_id"] for row in ranked["prompts"][:count]]
     selection = {
         "method": METHOD,

@@ -60,7 +60,7 @@ def _band(rank: int, of: int) -> str:
 def published_fit(session: Session, dataset_name: str) -> dict[str, Any] | None:
     """The newest fit of the dataset, restricted to systems public now; None when the dataset has no fit yet."""
     fit = latest_fit(session, dataset_name)
-    if fit is None:
+    if fit is None or not fit.report:  # none yet, or superseded because too few public judgements are left
         return None
     report, shown = fit.report, public_systems(session, dataset_name)
     systems = [_system_row(row, shown[row["system"]]) for row in report["systems"] if row["system"] in shown]

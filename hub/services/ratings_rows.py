@@ -16,9 +16,11 @@ BATCH = 500
 FIELDS = RATINGS_EXPORT_FIELDS
 
 
-def public_experiments(session: Session) -> list[Experiment]:
-    experiments = session.exec(select(Experiment).order_by(col(Experiment.id))).all()
-    return [e for e in experiments if experiment_is_public(session, e)]
+def public_experiments(session: Session, dataset: str | None = None) -> list[Experiment]:
+    query = select(Experiment).order_by(col(Experiment.id))
+    if dataset is not None:
+        query = query.where(Experiment.dataset_name == dataset)
+    return [e for e in session.exec(query) if experiment_is_public(session, e)]
 
 
 def rating_row(
@@ -60,9 +62,10 @@ def rating_row(
     }
 
 
-def ratings_rows(session: Session) -> Iterator[dict[str, Any]]:
+def ratings_rows(session: Session, dataset: str | None = None) -> Iterator[dict[str, Any]]:
+    """Every row of the download, or only those of one dataset's experiments."""
     names = {s.id: s.name for s in session.exec(select(System))}
-    for experiment in public_experiments(session):
+    for experiment in public_experiments(session, dataset):
         query = (
             select(Rating, ExperimentItem, Rater, Assignment)
             .join(ExperimentItem, col(ExperimentItem.id) == col(Rating.item_id))

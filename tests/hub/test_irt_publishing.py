@@ -20,7 +20,7 @@ from evaluation.dataset import load_dataset
 from hub import db
 from hub.migrate import upgrade
 from hub.models import Experiment, ExperimentItem, IrtFit, ItemKind, System, User
-from hub.services import assignments, experiments, irt_fits, raters
+from hub.services import assignments, experiments, irt_fits, irt_views, raters
 from hub.services.accounts import create_token, create_user
 from hub.services.demo import seed_baselines
 from hub.storage import get_storage
@@ -352,3 +352,41 @@ def test_an_adaptive_experiment_releases_the_most_informative_prompts_first(site
         first_task = min(shown.values())
     ranked = [row["prompt_id"] for row in plan["prompts"] if row["prompt_id"] in shown]
     assert {pid for pid, task in shown.items() if task == first_task} == set(ranked[:5])
+
+
+def test_a_fit_is_withdrawn_when_too_few_public_judgements_are_left(hub_env, admin_user, baselines, run_cli):
+    from tests.hub.conftest import new_experiment
+
+    experiment = new_experiment(hub_env, admin_user, baselines, prompt_ids=load_dataset(DATASET).prompt_ids[:20])
+    with Session(hub_env) as session:
+        experiment = session.get(Experiment, experiment.id)
+        _rate_all(session, experiment, ("echo", "retrieval"), np.random.default_rng(7), "w")
+    assert irt_fits.refit(hub_env, DATASET, bootstrap=20) is not None
+    with Session(hub_env) as session:
+        assert irt_views.published_fit(session, DATASET) is not None
+        echo = session.get(System, baselines["echo"])
+        echo.is_baseline = echo.is_public = False  # withdrawn: its experiment is no longer public
+        session.add(echo)
+        session.commit()
+    superseding = irt_fits.refit(hub_env, DATASET, bootstrap=20)
+    with Session(hub_env) as session:
+        assert session.get(IrtFit, superseding).report == {}
+        assert irt_views.published_fit(session, DATASET) is None
+    assert irt_fits.refit(hub_env, DATASET, bootstrap=20) is None  # nothing changed since
+    unknown = run_cli("ratings", "refit-irt", "--dataset", "no-such-set")
+    assert unknown.exit_code == 3 and "no experiment on dataset 'no-such-set'" in unknown.stderr
+
+
+def test_most_informative_needs_a_fit_and_two_different_systems(hub_env, admin_user, baselines):
+    from hub.errors import UnprocessableInput
+    from hub.services import irt_plan
+
+    form = {"dataset": DATASET, "system_a_id": baselines["echo"], "system_b_id": baselines["retrieval"]}
+    with Session(hub_env) as session:
+        admin = session.get(User, admin_user.id)
+        with pytest.raises(UnprocessableInput, match="has no IRT fit yet"):
+            experiments.create_experiment(
+                session, admin, experiments.ExperimentForm(**form, most_informative=5), get_storage()
+            )
+        with pytest.raises(UnprocessableInput, match="system A and system B must differ"):
+            irt_plan.plan(session, DATASET, baselines["echo"], baselines["echo"])
