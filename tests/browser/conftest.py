@@ -7,6 +7,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -47,29 +48,49 @@ def browser():
         browser.close()
 
 
-@contextmanager
-def serving(env: dict[str, str], *args: str) -> Iterator[str]:
-    """`chateval serve ARGS` on a free port with `env`; yields its URL once it answers, stops it afterwards."""
-    port = _free_port()
-    server = subprocess.Popen(
-        [CHATEVAL, "serve", *args, "--port", str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"{url}/openapi.json", timeout=2).close()
-            break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        server.terminate()
-        pytest.fail("hub did not start within 90 s")
+def _log_tail(log: Path, lines: int = 40) -> str:
     try:
-        yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    except OSError as exc:
+        return f"(no log at {log}: {exc})"
+
+
+@contextmanager
+def serving(env: dict[str, str], *args: str, log: Path | None = None) -> Iterator[str]:
+    """`chateval serve ARGS` on a free port with `env`; yields its URL once it answers, stops it afterwards.
+
+    The server writes to `log` (by default serve-PORT.log beside HUB_DATA_DIR, so in the test's tmp folder), never
+    to a pipe that nobody reads: uvicorn's access log would fill it and block the server mid-test."""
+    port = _free_port()
+    if log is None:
+        folder = Path(env["HUB_DATA_DIR"]).parent if env.get("HUB_DATA_DIR") else Path(tempfile.mkdtemp(prefix="hub-"))
+        log = folder / f"serve-{port}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("wb") as output:
+        server = subprocess.Popen(
+            [CHATEVAL, "serve", *args, "--port", str(port)], env=env, stdout=output, stderr=subprocess.STDOUT
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 90
+            while True:
+                if server.poll() is not None:
+                    pytest.fail(f"hub exited with code {server.returncode} before answering; {log}:\n{_log_tail(log)}")
+                try:
+                    urllib.request.urlopen(f"{url}/openapi.json", timeout=2).close()
+                    break
+                except OSError:
+                    if time.monotonic() >= deadline:
+                        pytest.fail(f"hub did not start within 90 s; {log}:\n{_log_tail(log)}")
+                    time.sleep(0.3)
+            yield url
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(timeout=20)
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +106,7 @@ def hub(tmp_path_factory):
         check=True,
         capture_output=True,
     )
-    with serving(env, "--demo") as url:
+    with serving(env, "--demo", log=data / "serve.log") as url:
         yield url
 
 

@@ -376,12 +376,14 @@ def test_a_late_submission_and_a_release_of_the_same_task_do_not_deadlock(race_d
     late_id, late_choices = claimed[1]  # the middle one, whatever order the release walks them in
     submitting, released_one = threading.Event(), threading.Event()
     role = threading.local()
+    # What each side's wait saw: a wait that timed out means the forced interleaving never happened.
+    waited: dict[str, list[bool]] = {"submit": [], "release": []}
 
     @sa.event.listens_for(engine, "before_cursor_execute")
     def before(conn, cursor, statement, params, context, executemany):
         if getattr(role, "name", "") == "submit" and statement.startswith("UPDATE task SET completed"):
             submitting.set()
-            released_one.wait(timeout=5)
+            waited["submit"].append(released_one.wait(timeout=5))
 
     @sa.event.listens_for(engine, "after_cursor_execute")
     def after(conn, cursor, statement, params, context, executemany):
@@ -392,7 +394,7 @@ def test_a_late_submission_and_a_release_of_the_same_task_do_not_deadlock(race_d
         role.name = ("submit", "release")[i]
         if i == 0:
             return submit(engine, late_id, late_choices)
-        submitting.wait(timeout=5)
+        waited["release"].append(submitting.wait(timeout=5))
         with Session(engine) as session:
             return assignments.release_expired(session, experiment.id)
 
@@ -402,6 +404,7 @@ def test_a_late_submission_and_a_release_of_the_same_task_do_not_deadlock(race_d
         sa.event.remove(engine, "before_cursor_execute", before)
         sa.event.remove(engine, "after_cursor_execute", after)
     assert not isinstance(code, Exception) and not isinstance(released, Exception), (code, released)
+    assert waited == {"submit": [True], "release": [True]}, f"the forced interleaving did not happen: {waited}"
     assert released == 2
     assert stored_answers(engine, late_id) == (code, late_choices)
     assert ledger_problems(engine, experiment.id) == []
