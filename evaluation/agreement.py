@@ -12,7 +12,8 @@ same category) are None, never NaN.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Hashable, Sequence
+from collections.abc import Hashable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -327,12 +328,21 @@ def _figures(judgements: _Judgements, weights: Weights, min_common: int, weighti
 
 
 def _excluded_mask(
-    raters: Sequence[Hashable | None], excluded: Sequence[bool] | np.ndarray | Collection[Hashable] | None
+    raters: Sequence[Hashable | None], excluded: Sequence[bool] | np.ndarray | AbstractSet[Hashable] | None
 ) -> np.ndarray:
     if excluded is None:
         return np.zeros(len(raters), dtype=bool)
-    if isinstance(excluded, set | frozenset):
+    if isinstance(excluded, AbstractSet):
         return np.fromiter((r in excluded for r in raters), dtype=bool, count=len(raters))
+    if isinstance(excluded, np.ndarray):
+        is_mask = excluded.dtype == np.bool_
+    else:
+        is_mask = isinstance(excluded, Sequence) and all(isinstance(x, bool | np.bool_) for x in excluded)
+    if not is_mask:
+        raise ValueError(
+            "excluded must be a per-judgement boolean mask or a set of excluded rater ids, "
+            f"got {type(excluded).__name__} that is neither"
+        )
     mask = np.asarray(excluded, dtype=bool)
     if mask.shape != (len(raters),):
         raise ValueError(f"excluded has {mask.size} entries for {len(raters)} judgements")
@@ -343,7 +353,7 @@ def agreement(
     items: Sequence[Hashable],
     raters: Sequence[Hashable | None],
     labels: Sequence[Outcome] | np.ndarray,
-    excluded: Sequence[bool] | np.ndarray | Collection[Hashable] | None = None,
+    excluded: Sequence[bool] | np.ndarray | AbstractSet[Hashable] | None = None,
     *,
     weights: Weights = "linear",
     min_common: int = 2,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.errors import InvalidInputError
+from evaluation.responses import parse_jsonl_records
 from evaluation.textfile import decode_lines, read_bytes
 
 RATINGS_SCHEMA_VERSION = 1
@@ -246,15 +246,8 @@ def from_records(
 
 
 def _jsonl_records(lines: list[str], *, name: str) -> Iterator[tuple[int, dict]]:
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except ValueError as exc:
-            raise InvalidInputError(f"not valid JSON ({exc})", path=name, line=number) from exc
-        if not isinstance(value, dict):
-            raise InvalidInputError("each line must be a JSON object", path=name, line=number)
+    """The JSONL objects with their line numbers; the export's header line is checked and skipped."""
+    for number, value in parse_jsonl_records(lines, name=name):
         if "kind" in value and "schema_version" in value and "system_a" not in value:
             _check_header(value, name=name, line=number)
             continue

@@ -245,17 +245,19 @@ def _flag(quality: RaterQuality, t: ScreeningThresholds, *, timed_judgements: in
             f"disagrees with unanimous co-raters on {quality.unanimous_disagreements} of {quality.unanimous_items} "
             f"items (agreement {quality.unanimous_agreement:.0%}, threshold {t.min_unanimous_agreement:.0%})",
         )
-    if quality.attention_checks >= t.min_attention_checks and (quality.attention_p_value or 1.0) >= t.alpha:
+    attention_p = quality.attention_p_value  # None only without checks; 0.0 is a real (tiny) p-value
+    if quality.attention_checks >= t.min_attention_checks and attention_p is not None and attention_p >= t.alpha:
         add(
             "attention",
             f"attention checks {quality.attention_correct} of {quality.attention_checks} correct, not above chance "
-            f"{t.chance:.2f} (one-sided p = {quality.attention_p_value:.3g})",
+            f"{t.chance:.2f} (one-sided p = {attention_p:.3g})",
         )
-    if quality.repeats >= t.min_repeats and (quality.self_consistency_p_value or 1.0) >= t.alpha:
+    consistency_p = quality.self_consistency_p_value
+    if quality.repeats >= t.min_repeats and consistency_p is not None and consistency_p >= t.alpha:
         add(
             "self_consistency",
             f"repeated judgements consistent {quality.repeats_consistent} of {quality.repeats} times, not above "
-            f"chance {t.chance:.2f} (one-sided p = {quality.self_consistency_p_value:.3g})",
+            f"chance {t.chance:.2f} (one-sided p = {consistency_p:.3g})",
         )
     biased = _choice_bias(quality, t, judged)
     if biased:

@@ -260,6 +260,18 @@ def test_agreement_summary_serialises_with_signature():
         agreement(["p1", "p2"], ["r1", "r2"], ["A", "B"], excluded=[True])
 
 
+def test_excluded_accepts_masks_and_sets_but_not_lists_of_rater_ids():
+    items, raters, labels = ["p1", "p1", "p2", "p2"], ["r1", "r2", "r1", "r2"], ["A", "A", "B", "tie"]
+    by_set = agreement(items, raters, labels, excluded=frozenset({"r2"}))
+    assert agreement(items, raters, labels, excluded=np.array([False, True, False, True])) == by_set
+    assert agreement(items, raters, labels, excluded=(False, True, False, True)) == by_set
+    assert by_set.excluded_judgements == 2
+    with pytest.raises(ValueError, match="boolean mask or a set of excluded rater ids"):
+        agreement(items, raters, labels, excluded=["r2", "r2", "r2", "r2"])
+    with pytest.raises(ValueError, match="boolean mask or a set of excluded rater ids"):
+        agreement(items, raters, labels, excluded=np.array([0, 1, 0, 1]))
+
+
 labels_strategy = st.sampled_from(LABELS)
 paired = st.lists(st.tuples(labels_strategy, labels_strategy), min_size=1, max_size=40)
 

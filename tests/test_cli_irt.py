@@ -74,6 +74,28 @@ def test_unknown_anchor_and_missing_file(run_cli, tmp_path, simulated):
     assert result.exit_code == 4 and "file not found" in result.stderr
 
 
+def test_one_dataset_of_several_keeps_bare_prompt_ids(run_cli, tmp_path, simulated):
+    """Like the hub's fit (qualify_prompts=False), `--dataset` labels prompts by their ids, not "dataset/id"."""
+    judgements, _ = simulated
+    single = tmp_path / "single.jsonl"
+    write_ratings(judgements, single)
+    header, *rows = single.read_text(encoding="utf-8").splitlines()
+    records = [json.loads(row) for row in rows]
+    other = [{**record, "dataset": "other"} for record in records[:100]]
+    several = tmp_path / "several.jsonl"
+    lines = [header] + [json.dumps({**record, "dataset": "main"}) for record in records]
+    lines += [json.dumps(record) for record in other]
+    several.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args = ["--bootstrap", "5", "--no-progress"]
+    result = run_cli("irt", "fit", "--ratings", several, "--dataset", "main", *args, "--out", tmp_path / "main.json")
+    assert result.exit_code == 0, result.stderr
+    result = run_cli("irt", "fit", "--ratings", single, *args, "--out", tmp_path / "single.json")
+    assert result.exit_code == 0, result.stderr
+    main, alone = (json.loads((tmp_path / f"{n}.json").read_text(encoding="utf-8")) for n in ("main", "single"))
+    assert {row["prompt"] for row in main["prompts"]} == {str(r["prompt_id"]) for r in records}
+    assert main["prompts"] == alone["prompts"]
+
+
 def test_votes_csv_needs_a_dataset_choice(run_cli, shared_data, tmp_path):
     votes = shared_data / "votes.csv"
     result = run_cli("irt", "fit", "--ratings", votes, "--votes-csv")

@@ -208,6 +208,19 @@ def test_ragged_csv_row(tmp_path: Path):
     assert info.value.line == 3
 
 
+def test_bad_jsonl_lines_name_their_line(tmp_path: Path):
+    path = _write_jsonl(tmp_path / "bad.jsonl", [_rating(1)])
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text + "{not json\n", encoding="utf-8")
+    with pytest.raises(InvalidInputError, match="not valid JSON") as info:
+        read_ratings(path)
+    assert info.value.line == 3
+    path.write_text(text + "[1, 2]\n", encoding="utf-8")
+    with pytest.raises(InvalidInputError, match="each line must be a JSON object") as info:
+        read_ratings(path)
+    assert info.value.line == 3
+
+
 def test_wrong_kind_header(tmp_path: Path):
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps({"schema_version": 1, "kind": "scores", "fields": []}) + "\n", encoding="utf-8")

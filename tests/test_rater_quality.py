@@ -118,6 +118,16 @@ def test_attention_accuracy_and_one_sided_test(correct, checks):
     assert ("attention" in quality.flag_codes) == (p >= 0.05)
 
 
+def test_perfect_rater_with_p_value_zero_is_not_flagged():
+    # binomtest(700, 700, 1/3, "greater") underflows to exactly 0.0; that must not read as "no p-value".
+    rows = [RatingRow(f"c{i}", "r1", "A", kind="attention", expected="A") for i in range(700)]
+    rows += [RatingRow(f"p{i}", "r1", "A") for i in range(700)]
+    rows += [RatingRow(f"p{i}", "r1", "A", kind="repeat") for i in range(700)]
+    quality = by_rater(rows)["r1"]
+    assert quality.attention_p_value == 0.0 and quality.self_consistency_p_value == 0.0
+    assert "attention" not in quality.flag_codes and "self_consistency" not in quality.flag_codes
+
+
 def test_known_answer_rows_count_as_checks_and_rows_without_expected_do_not():
     rows = [
         RatingRow("k1", "r1", "B", kind="known_answer", expected="B"),

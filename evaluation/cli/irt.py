@@ -29,7 +29,11 @@ class Correction(StrEnum):
 
 
 def _load(ratings: Path, *, votes_csv: bool, runs: Path | None, dataset: str | None) -> Judgements:
-    judgements = read_chateval_votes(ratings, runs) if votes_csv else read_ratings(ratings)
+    if votes_csv:
+        judgements = read_chateval_votes(ratings, runs)
+    else:
+        # One dataset's fit labels prompts by their bare ids, as the hub's fit does.
+        judgements = read_ratings(ratings, qualify_prompts=False if dataset is not None else None)
     if dataset is not None:
         return judgements.for_dataset(dataset)
     names = [name for name in judgements.datasets if name]

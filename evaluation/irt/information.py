@@ -55,7 +55,11 @@ def outcome_probabilities(
 def expected_information(discrimination: np.ndarray, gap: float, tau: float) -> np.ndarray:
     """Fisher information about the gap t_A - t_B carried by one judgement on each prompt (module docstring)."""
     a = np.asarray(discrimination, dtype=np.float64)
-    p_a, p_b, p_t = outcome_probabilities(a, gap, tau)
+    return _information(a, *outcome_probabilities(a, gap, tau))
+
+
+def _information(a: np.ndarray, p_a: np.ndarray, p_b: np.ndarray, p_t: np.ndarray) -> np.ndarray:
+    """expected_information from the discriminations and their outcome_probabilities."""
     g_a, g_b = p_a * (1.0 - p_a), p_b * (1.0 - p_b)
     # P_T underflows only where g_A - g_B does too (tau -> 0); the tie term is 0 in that limit.
     tie_term = np.divide((g_a - g_b) ** 2, p_t, out=np.zeros_like(p_t), where=p_t > 1e-300)
@@ -83,8 +87,9 @@ def rank_prompts(
     if a == b:
         raise InvalidInputError(f"a comparison needs two different systems, got {fit.systems[a]!r} twice")
     d = float(fit.abilities[a] - fit.abilities[b]) if gap is None else float(gap)
-    p_a, p_b, p_t = outcome_probabilities(fit.discrimination, d, fit.tau)
-    info = expected_information(fit.discrimination, d, fit.tau)
+    discrimination = np.asarray(fit.discrimination, dtype=np.float64)
+    p_a, p_b, p_t = outcome_probabilities(discrimination, d, fit.tau)
+    info = _information(discrimination, p_a, p_b, p_t)
     order = np.lexsort((np.arange(len(info)), -info))
     return [
         PromptInformation(

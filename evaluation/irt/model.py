@@ -319,8 +319,6 @@ def fit_pairwise_irt(
     rater_terms: bool = False,
     seed: int = 0,
     priors: Priors | None = None,
-    prior_sd_ability: float | None = None,
-    prior_sd_log_discrimination: float | None = None,
 ) -> IrtFit:
     """MAP fit of the pairwise graded logit with ties on all non-excluded judgements.
 
@@ -329,10 +327,6 @@ def fit_pairwise_irt(
     """
     started = time.perf_counter()
     priors = priors or Priors()
-    if prior_sd_ability is not None:
-        priors = Priors(**{**asdict(priors), "sd_ability": prior_sd_ability})
-    if prior_sd_log_discrimination is not None:
-        priors = Priors(**{**asdict(priors), "sd_log_discrimination": prior_sd_log_discrimination})
     kept = j.subset(~j.excluded)
     human = kept.subset(~kept.auto_tie).compact()
     if len(human) == 0:

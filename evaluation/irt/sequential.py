@@ -148,7 +148,3 @@ class SequentialTest:
         elif self.budget is not None and self.used >= self.budget:
             self._exhausted = True
         return take
-
-    def exhaust(self) -> None:
-        """Mark the comparison finished without a decision (its data or its budget ran out)."""
-        self._exhausted = True

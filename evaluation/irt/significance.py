@@ -12,6 +12,7 @@ from scipy.stats import binomtest, norm
 from evaluation.irt.bootstrap import BootstrapResult
 from evaluation.irt.model import IrtFit
 from evaluation.judgements import Judgements
+from evaluation.pairwise_results import PairwiseSummary, summarize
 
 CORRECTIONS = ("holm", "bh")
 PAIR_TEST = "bootstrap standard error, normal approximation, two-sided"
@@ -60,10 +61,9 @@ def percentile_p_values(differences: np.ndarray) -> np.ndarray:
     return np.minimum(1.0, 2 * np.minimum(below, above))
 
 
-def normal_p_values(estimates: np.ndarray, differences: np.ndarray) -> np.ndarray:
+def normal_p_values(estimates: np.ndarray, se: np.ndarray) -> np.ndarray:
     """Two-sided p-values 2 * Phi(-|estimate| / se), se the standard deviation of the bootstrap draws
-    (n_bootstrap, m). Not limited by the number of draws; assumes the estimate is roughly normal."""
-    se = differences.std(axis=0, ddof=1)
+    (n_bootstrap, m) per column. Not limited by the number of draws; assumes the estimate is roughly normal."""
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(se > 0, np.abs(estimates) / se, np.where(estimates == 0, 0.0, np.inf))
     return 2 * norm.sf(z)
@@ -104,9 +104,9 @@ def compare_pairs(
     a, b = order[first], order[second]
     draws = boot.abilities[:, a] - boot.abilities[:, b]
     estimates = fit.abilities[a] - fit.abilities[b]
-    p_values = normal_p_values(estimates, draws)
-    p_percentile = percentile_p_values(draws)
     se = draws.std(axis=0, ddof=1)
+    p_values = normal_p_values(estimates, se)
+    p_percentile = percentile_p_values(draws)
     adjusted = adjust(p_values, correction)
     is_planned = np.array([frozenset({fit.systems[i], fit.systems[j]}) in planned for i, j in zip(a, b, strict=True)])
     adjusted_planned = np.full(len(a), np.nan)
@@ -182,36 +182,31 @@ def experiment_tests(j: Judgements, *, level: float = 0.95, correction: str = "h
         a, b = int(kept.system_a[first]), int(kept.system_b[first])
         outcome = np.where(kept.system_a[rows] == a, kept.outcome[rows], -kept.outcome[rows])
         auto = kept.auto_tie[rows]
-        counts = (int((outcome == 1).sum()), int((outcome == -1).sum()), int(((outcome == 0) & ~auto).sum()))
         names = (j.experiments[kept.experiment[first]], j.systems[a], j.systems[b])
-        tests.append(_binomial(*names, *counts, int(auto.sum()), level))
+        tests.append(_binomial(*names, summarize(outcome[~auto], confidence=level), int(auto.sum())))
     if tests:
         adjusted = adjust(np.array([t.p_value for t in tests]), correction)
         tests = [ExperimentTest(**{**t.__dict__, "p_adjusted": float(p)}) for t, p in zip(tests, adjusted, strict=True)]
     return tests
 
 
-def _binomial(
-    experiment: str, a: str, b: str, wins: int, losses: int, ties: int, auto_ties: int, level: float
-) -> ExperimentTest:
-    decided = wins + losses
-    if decided == 0:
-        return ExperimentTest(experiment, a, b, wins, losses, ties, auto_ties, None, None, None, None, 1.0)
-    result = binomtest(wins, decided, 0.5)
-    wilson = result.proportion_ci(confidence_level=level, method="wilson")
-    exact = result.proportion_ci(confidence_level=level, method="exact")
-    rate = wins / decided
+def _binomial(experiment: str, a: str, b: str, summary: PairwiseSummary, auto_ties: int) -> ExperimentTest:
+    """The experiment's sign test and Wilson interval from `summarize`, plus Clopper-Pearson and Cohen's h."""
+    wins, losses, rate = summary.wins, summary.losses, summary.win_rate
+    if rate is None:
+        return ExperimentTest(experiment, a, b, wins, losses, summary.ties, auto_ties, None, None, None, None, 1.0)
+    exact = binomtest(wins, wins + losses).proportion_ci(confidence_level=summary.confidence, method="exact")
     return ExperimentTest(
         experiment,
         a,
         b,
         wins,
         losses,
-        ties,
+        summary.ties,
         auto_ties,
         rate,
-        (float(wilson.low), float(wilson.high)),
+        summary.win_rate_ci,
         (float(exact.low), float(exact.high)),
         2 * math.asin(math.sqrt(rate)) - 2 * math.asin(math.sqrt(0.5)),
-        float(result.pvalue),
+        float(summary.p_value if summary.p_value is not None else 1.0),
     )
