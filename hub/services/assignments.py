@@ -72,7 +72,9 @@ def release_expired(session: Session, experiment_id: int) -> int:
             col(Assignment.expires_at) < now,
         )
     ).all()
-    session.commit()
+    if not stale:  # the common case: no write, and the caller's loaded rows stay fresh
+        return 0
+    session.commit()  # end the read before the releases, each in its own transaction
     return sum(_release(session, assignment_id, task_id, now) for assignment_id, task_id in stale)
 
 
@@ -248,7 +250,8 @@ def submit(session: Session, assignment: Assignment, choices: dict[int, str]) ->
             raise Conflict(f"experiment #{experiment.id} is closed: it takes no more ratings")
         if _store(session, experiment, assignment, items, choices):
             session.refresh(assignment)
-            adaptive.advance(session, experiment.id)  # the next round, or the stop, once this one is done
+            if experiment.released_tasks is not None:  # adaptive: the next round, or the stop, once this one is done
+                adaptive.advance(session, experiment.id)
             return assignment
         session.refresh(assignment)
     raise Conflict("this task is being submitted by another request at the same moment; try again in a moment")

@@ -37,6 +37,8 @@ class EvaluationRun:
     def run(self) -> SubmissionStatus | None:
         with Session(self.engine) as session:
             submission = session.get(Submission, self.submission_id)
+            if submission is not None and submission.status == SubmissionStatus.evaluated:
+                return self._plan(submission.status)  # scored, planning failed: the job's retry picks up here
             if submission is None or submission.status not in STARTABLE:
                 return submission.status if submission else None
             submission.status, submission.progress, submission.error = SubmissionStatus.evaluating, 0.0, None
@@ -51,8 +53,11 @@ class EvaluationRun:
         except Exception as exc:  # a bug: keep the message for admins, the submission stays retryable
             log.exception("evaluation of submission %s crashed", self.submission_id)
             return self._fail(f"internal error: {type(exc).__name__}: {exc}")
-        status = self._save(report)
-        from hub.services.human_pipeline import plan_human_evaluation  # the next step of the lifecycle
+        return self._plan(self._save(report))
+
+    def _plan(self, status: SubmissionStatus) -> SubmissionStatus:
+        """The next step of the lifecycle once scored: draft experiments against the chosen baselines (idempotent)."""
+        from hub.services.human_pipeline import plan_human_evaluation
 
         return plan_human_evaluation(self.engine, self.storage, self.submission_id) or status
 

@@ -151,7 +151,7 @@ def experiment_cost(session: Session, experiment: Experiment) -> CostEstimate:
 
 
 def judged_submission(
-    session: Session, system: System, dataset: Dataset, submission_id: int | None = None
+    session: Session, system: System, dataset: Dataset, submission_id: int | None = None, *, field: str = "system_a_id"
 ) -> Submission:
     """The submission whose responses stand for `system` on `dataset`: the given one, else the latest judgeable."""
     query = select(Submission).where(
@@ -165,7 +165,7 @@ def judged_submission(
     if submission is None:
         raise UnprocessableInput(
             f"system #{system.id} ({system.name}) has no approved responses for {dataset.manifest.name}",
-            field="system_a_id" if submission_id is None else "submission_id",
+            field=field if submission_id is None else "submission_id",
         )
     if submission.dataset_fingerprint != dataset.fingerprint:
         raise UnprocessableInput(
@@ -221,7 +221,7 @@ def create_experiment(session: Session, actor: User | None, form: ExperimentForm
     dataset = installed_dataset(form.dataset)
     system_a, system_b = _systems(session, form)
     responses_a = read_responses(storage, judged_submission(session, system_a, dataset, form.submission_id), dataset)
-    responses_b = read_responses(storage, judged_submission(session, system_b, dataset), dataset)
+    responses_b = read_responses(storage, judged_submission(session, system_b, dataset, field="system_b_id"), dataset)
     for known in form.known_answers:
         if known.prompt_id not in set(dataset.prompt_ids):
             raise UnprocessableInput(f"known answer for unknown prompt {known.prompt_id!r}", field="known_answers")

@@ -330,3 +330,53 @@ def test_known_answer_pairs_ride_in_every_task_and_count_in_the_rater_screening(
         accuracy = {by_hash[h]: r for h, r in screened.items()}
         assert (accuracy["careful"]["attention_checks"], accuracy["careful"]["attention_correct"]) == (1, 1)
         assert (accuracy["careless"]["attention_checks"], accuracy["careless"]["attention_correct"]) == (1, 0)
+
+
+def test_planning_that_fails_after_scoring_is_finished_by_the_jobs_retry(hub_env, admin_user, baselines, monkeypatch):
+    """A crash while drafting the experiments (here a storage error) leaves the submission `evaluated` with its
+    scores; running the job again drafts them instead of doing nothing."""
+    from hub.services import human_pipeline
+    from hub.services.evaluation import EvaluationRun
+
+    with Session(hub_env) as session:
+        echo = session.exec(select(Submission).where(Submission.system_id == baselines["echo"])).one()
+        system = System(name="retried bot", is_public=True)
+        session.add(system)
+        session.commit()
+        submission = Submission(
+            system_id=system.id,
+            dataset_name=DATASET,
+            dataset_fingerprint=echo.dataset_fingerprint,
+            responses_sha256=echo.responses_sha256,
+            baseline_ids=[baselines["retrieval"]],
+            status=SubmissionStatus.approved,
+        )
+        session.add(submission)
+        session.commit()
+        submission_id = submission.id
+    create = human_pipeline.create_experiment
+
+    def storage_down(*args, **kwargs):
+        raise OSError("storage unreachable")
+
+    monkeypatch.setattr(human_pipeline, "create_experiment", storage_down)
+    with pytest.raises(OSError):
+        EvaluationRun(hub_env, storage.get_storage(), submission_id).run()
+    with Session(hub_env) as session:
+        assert session.get(Submission, submission_id).status == SubmissionStatus.evaluated
+    monkeypatch.setattr(human_pipeline, "create_experiment", create)
+    assert EvaluationRun(hub_env, storage.get_storage(), submission_id).run() == SubmissionStatus.human_evaluation
+    with Session(hub_env) as session:
+        planned = session.exec(select(Experiment).where(Experiment.submission_id == submission_id)).all()
+        assert [e.system_b_id for e in planned] == [baselines["retrieval"]]
+
+
+def test_a_baseline_without_responses_is_named_as_system_b(hub_env, admin_user, baselines):
+    with Session(hub_env) as session:
+        bare = System(name="no responses", is_baseline=True, is_public=True)
+        session.add(bare)
+        session.commit()
+        form = experiments.ExperimentForm(dataset=DATASET, system_a_id=baselines["echo"], system_b_id=bare.id)
+        with pytest.raises(UnprocessableInput, match="has no approved responses") as refused:
+            experiments.create_experiment(session, admin_user, form, storage.get_storage())
+        assert refused.value.field == "system_b_id"
