@@ -34,10 +34,15 @@
     return spec.percent ? (100 * value).toFixed(1) + "%" : Number(value).toPrecision(4);
   }
 
+  function bounded(error) {
+    // An interval may be open on one side ([null, x] from IRT fits): such a one is neither drawn nor quoted.
+    return !!error && error[0] !== null && error[0] !== undefined && error[1] !== null && error[1] !== undefined;
+  }
+
   function tooltipLabel(spec, index, value) {
     var text = spec.label + ": " + formatValue(spec, value);
     var error = spec.errors && spec.errors[index];
-    if (error) text += " (interval " + formatValue(spec, error[0]) + " to " + formatValue(spec, error[1]) + ")";
+    if (bounded(error)) text += " (interval " + formatValue(spec, error[0]) + " to " + formatValue(spec, error[1]) + ")";
     return text;
   }
 
@@ -61,7 +66,7 @@
         ctx.strokeStyle = "#1d232a";
         ctx.lineWidth = 1.5;
         spec.errors.forEach(function (error, i) {
-          if (!error || !bars[i]) return;
+          if (!bounded(error) || !bars[i]) return;
           var y = bars[i].y, cap = Math.min(6, bars[i].height / 3), lo = x.getPixelForValue(error[0]);
           var hi = x.getPixelForValue(error[1]);
           ctx.beginPath();

@@ -647,3 +647,21 @@ def test_excluding_a_worker_can_block_them_on_mturk(hub_env, https_hub, admin_us
         )
         with pytest.raises(UnprocessableInput, match="not a Mechanical Turk worker"):
             mturk.block_worker(client, volunteer, "no")
+
+
+def test_the_exclusion_routes_build_a_client_only_to_block(hub_env, admin_user, stubbed, monkeypatch):
+    """A hub without MTurk credentials can exclude raters: the client is built only when asked to block."""
+    from hub.web.routes.api_experiments import _blocker
+
+    client, stubber = stubbed
+    built = []
+    monkeypatch.setattr(mturk, "mturk_client", lambda: built.append(client) or client)
+    assert _blocker(False) is None and built == []
+    with Session(hub_env) as session:
+        worker = raters.rater_for(session, "mturk", worker_id(6))
+        stubber.add_response("create_worker_block", {}, {"WorkerId": worker_id(6), "Reason": "copied answers"})
+        rater = raters.set_excluded(
+            session, admin_user, worker.id, excluded=True, reason="copied answers", block=_blocker(True)
+        )
+        assert rater.excluded and rater.blocked
+    assert built == [client]

@@ -9,44 +9,25 @@ from the usual AWS chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, a profile, 
 - `workers`: the rating page's task and assignment for a worker, where it posts, and blocking a worker.
 - `polling`: reviewing submitted assignments (`poll_experiment`, the periodic `poll_open_experiments`).
 
-Callers use the package (`from hub.services import mturk; mturk.launch_hits(...)`): the names below are its API.
+Callers use the package (`from hub.services import mturk; mturk.launch_hits(...)`): the names below are its API, the
+ones used outside the package; everything else stays in its module.
 """
 
 from hub.services.mturk.client import (
-    AWS_ERRORS,
-    BACKOFF_ATTEMPTS,
     BACKOFF_BASE_SECONDS,
     BACKOFF_CAP_SECONDS,
-    FEEDBACK_MAX,
-    PRODUCTION_ENDPOINT,
-    RETRY_CODES,
     SANDBOX_ENDPOINT,
     InsufficientBalance,
     MTurkError,
     MTurkOptions,
-    is_retryable,
     mturk_client,
     mturk_options,
     with_backoff,
 )
-from hub.services.mturk.hits import (
-    APPROVAL_RATE,
-    APPROVED_HITS,
-    EXTERNAL_QUESTION_SCHEMA,
-    HIT_ID,
-    LOCALE,
-    check_balance,
-    external_question_xml,
-    hit_reward,
-    launch_hits,
-    qualification_requirements,
-    request_token,
-    task_page_url,
-)
-from hub.services.mturk.polling import PollReport, poll_experiment, poll_open_experiments
+from hub.services.mturk.hits import external_question_xml, hit_reward, launch_hits, qualification_requirements
+from hub.services.mturk.polling import poll_experiment, poll_open_experiments
 from hub.services.mturk.workers import (
     PREVIEW_ASSIGNMENT,
-    SUBMIT_HOSTS,
     block_worker,
     claim_for_worker,
     find_task_for_hit,
@@ -55,41 +36,25 @@ from hub.services.mturk.workers import (
 )
 
 __all__ = [
-    "APPROVAL_RATE",
-    "APPROVED_HITS",
-    "AWS_ERRORS",
-    "BACKOFF_ATTEMPTS",
     "BACKOFF_BASE_SECONDS",
     "BACKOFF_CAP_SECONDS",
-    "EXTERNAL_QUESTION_SCHEMA",
-    "FEEDBACK_MAX",
-    "HIT_ID",
-    "LOCALE",
     "PREVIEW_ASSIGNMENT",
-    "PRODUCTION_ENDPOINT",
-    "RETRY_CODES",
     "SANDBOX_ENDPOINT",
-    "SUBMIT_HOSTS",
     "InsufficientBalance",
     "MTurkError",
     "MTurkOptions",
-    "PollReport",
     "block_worker",
-    "check_balance",
     "claim_for_worker",
     "external_question_xml",
     "find_task_for_hit",
     "hit_reward",
-    "is_retryable",
     "launch_hits",
     "mturk_client",
     "mturk_options",
     "poll_experiment",
     "poll_open_experiments",
     "qualification_requirements",
-    "request_token",
     "submit_url",
-    "task_page_url",
     "with_backoff",
     "worker_blocker",
 ]

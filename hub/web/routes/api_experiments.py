@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from hub.errors import Forbidden
-from hub.models import Backend, Rater
+from hub.models import Backend
 from hub.services import experiment_access, experiment_results, experiments, irt_plan, raters
 from hub.settings import get_settings
 from hub.storage import get_storage
@@ -28,10 +28,14 @@ def _backend_launch(experiment):
     return lambda session, e: mturk.launch_hits(session, e, client)
 
 
-def _block(rater: Rater, reason: str) -> None:
+def _blocker(block: bool):
+    """`block` for `raters.set_excluded`: blocks the worker on MTurk. The client is built only when asked to block,
+    so a hub without MTurk credentials never needs one."""
+    if not block:
+        return None
     from hub.services import mturk
 
-    mturk.block_worker(mturk.mturk_client(), rater, reason)
+    return mturk.worker_blocker(mturk.mturk_client())
 
 
 @router.post("/api/experiments", status_code=201)
@@ -117,7 +121,7 @@ def exclude(rater_id: DatabaseId, body: Exclusion, session: SessionDep, admin: U
         rater_id,
         excluded=body.excluded,
         reason=body.reason,
-        block=_block if body.block else None,
+        block=_blocker(body.block),
     )
     return {
         "id": rater.id,

@@ -19,7 +19,7 @@ from hub.settings import get_settings
 from hub.storage import get_storage
 from hub.web.csrf import CsrfDep
 from hub.web.deps import SessionDep, ViewerDep
-from hub.web.routes.api_experiments import _backend_launch, _block
+from hub.web.routes.api_experiments import _backend_launch, _blocker
 from hub.web.routes.pages_account import error_page, login_redirect, page
 
 router = APIRouter(prefix="/admin", tags=["admin pages"], include_in_schema=False)
@@ -203,6 +203,6 @@ def rater_exclusion(
     block: Annotated[bool, Form()] = False,
 ):
     def exclude(admin: User):
-        raters.set_excluded(session, admin, rater_id, excluded=excluded, reason=reason, block=_block if block else None)
+        raters.set_excluded(session, admin, rater_id, excluded=excluded, reason=reason, block=_blocker(block))
 
     return _act(request, viewer, exclude, experiment_id)

@@ -22,7 +22,8 @@ from hub.web.deps import SessionDep, ViewerDep
 from hub.web.templating import render
 
 router = APIRouter(tags=["pages"], include_in_schema=False, default_response_class=HTMLResponse)
-# A better, b better: the site's accent and a warm contrast; ties grey (also in app.css for the table swatches).
+# A better, B better: the site's accent and a warm contrast; ties grey. The chart spec needs them as values; the
+# table swatches in hub/static/app.css (.exp-a, .exp-tie, .exp-b) must use the same colours.
 OUTCOME_COLORS = {"A": "#1f5fa8", "tie": "#8a94a0", "B": "#c07a1a"}
 
 

@@ -97,7 +97,7 @@ def _invite_experiment(session: Session, token: str) -> tuple[RaterInvite, Exper
     return invite, experiment
 
 
-def _nothing_left(request: Request, experiment: Experiment) -> HTMLResponse:
+def _nothing_left(request: Request) -> HTMLResponse:
     message = "There is nothing left for you to rate in this study. Thank you for your help!"
     return render(request, "error.html", {"status_code": 200, "message": message, "viewer": None}, status_code=200)
 
@@ -109,7 +109,7 @@ def rate_page(request: Request, token: str, session: SessionDep):
     rater = _invite_rater(request, session, invite)
     assignment = assignments.claim_task(session, experiment, rater)
     if assignment is None:
-        return _nothing_left(request, experiment)
+        return _nothing_left(request)
     return render_task(
         request,
         experiment,

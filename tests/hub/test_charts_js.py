@@ -1,0 +1,92 @@
+"""hub/static/charts.js run under Node with a stand-in for Chart.js: which interval whiskers it draws and what the
+tooltips say. An interval open on one side ([null, x], as IRT fits may give) is neither drawn nor quoted."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from hub.web.templating import STATIC
+
+NODE = shutil.which("node")
+
+# Loads charts.js with a fake window.Chart that keeps the config, then runs the whiskers plugin against a fake chart
+# whose x scale maps a value v to pixel 100 * v and whose context records every line; prints what it saw as JSON.
+HARNESS = r"""
+const fs = require("fs");
+const [script, specJson] = process.argv.slice(1);
+const spec = JSON.parse(specJson);
+let config = null;
+globalThis.window = { Chart: function (canvas, cfg) { config = cfg; } };
+const canvas = { getAttribute: () => "chart", parentNode: { style: {}, clientWidth: 600 } };
+globalThis.document = {
+  readyState: "complete",
+  getElementById: () => ({ textContent: specJson }),
+  querySelectorAll: () => [canvas],
+};
+eval(fs.readFileSync(script, "utf8"));
+const lines = [];
+let point = null;
+const ctx = {
+  save() {}, restore() {}, beginPath() {}, stroke() {}, setLineDash() {},
+  moveTo(x, y) { point = [x, y]; },
+  lineTo(x, y) { lines.push([point, [x, y]]); point = [x, y]; },
+};
+const chart = {
+  ctx,
+  chartArea: { top: 0, bottom: 100 },
+  scales: { x: { getPixelForValue: (v) => 100 * v } },
+  getDatasetMeta: () => ({ data: spec.values.map((_, i) => ({ y: 30 * i + 15, height: 24 })) }),
+};
+const whiskers = config.plugins.find((p) => p.id === "whiskers");
+whiskers.afterDatasetsDraw(chart);
+const label = config.options.plugins.tooltip.callbacks.label;
+const tooltips = spec.values.map((v, i) => label({ dataIndex: i, parsed: { x: v } }));
+console.log(JSON.stringify({ lines, tooltips }));
+"""
+
+
+def run_charts(spec: dict) -> dict:
+    if NODE is None:
+        pytest.skip("Node.js is not installed")
+    done = subprocess.run(
+        [NODE, "-e", HARNESS, str(STATIC / "charts.js"), json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
+def spec_with(errors: list) -> dict:
+    return {
+        "title": "IRT ability",
+        "label": "ability",
+        "labels": [f"system {i}" for i in range(len(errors))],
+        "values": [0.25] * len(errors),
+        "kinds": ["public"] * len(errors),
+        "errors": errors,
+    }
+
+
+def test_a_closed_interval_is_a_whisker_with_two_caps():
+    seen = run_charts(spec_with([[-0.5, 1.0]]))
+    y = 15
+    assert [[-50, y], [100, y]] in seen["lines"]  # the interval itself, at the bar's height
+    assert [[-50, y - 6], [-50, y + 6]] in seen["lines"] and [[100, y - 6], [100, y + 6]] in seen["lines"]
+    assert len(seen["lines"]) == 3
+    assert seen["tooltips"] == ["ability: 0.2500 (interval -0.5000 to 1.000)"]
+
+
+@pytest.mark.parametrize("open_interval", [[None, 0.5], [0.1, None], [None, None]])
+def test_an_interval_open_on_one_side_is_not_drawn_to_zero(open_interval):
+    seen = run_charts(spec_with([open_interval, None, [0.0, 0.5]]))
+    # Only the third bar's interval is drawn: no line starts or ends at pixel 0 for the open one.
+    y = 30 * 2 + 15
+    assert seen["lines"] == [[[0, y], [50, y]], [[0, y - 6], [0, y + 6]], [[50, y - 6], [50, y + 6]]]
+    assert seen["tooltips"][0] == "ability: 0.2500" and seen["tooltips"][1] == "ability: 0.2500"
+    assert seen["tooltips"][2] == "ability: 0.2500 (interval 0.000 to 0.5000)"
