@@ -118,21 +118,11 @@ def _stop(session: Session, experiment: Experiment, test: SequentialTest, releas
         "at": utcnow().isoformat(),
     }
     settings = {**experiment.settings, "adaptive": {**experiment.settings["adaptive"], "stopped": stopped}}
-    closed = session.exec(  # type: ignore[call-overload]
-        update(Experiment)
-        .where(col(Experiment.id) == experiment.id, col(Experiment.status) == ExperimentStatus.open)
-        .values(status=ExperimentStatus.closed, closed_at=utcnow(), settings=settings)
-    )
-    session.commit()
-    if closed.rowcount != 1:
+    from hub.services.experiments import mark_closed  # experiments imports this module
+
+    if not mark_closed(session, experiment, actor=None, settings=settings):
         return False
     log.info("adaptive experiment #%s stopped (%s) after %s judgements", experiment.id, reason, test.used)
-    session.refresh(experiment)
-    from hub.jobs import enqueue_refit
-    from hub.services.human_pipeline import complete_if_done
-
-    complete_if_done(session, experiment)
-    enqueue_refit(experiment.dataset_name)
     return True
 
 

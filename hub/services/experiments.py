@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
+from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from evaluation.dataset import Dataset
@@ -328,17 +329,33 @@ def launch(session: Session, admin: User, experiment_id: int, *, backend_launch=
 
 def close(session: Session, admin: User, experiment_id: int) -> Experiment:
     experiment = admin_experiment(session, admin, experiment_id)
-    if experiment.status == ExperimentStatus.closed:
-        return experiment
-    experiment.status, experiment.closed_at = ExperimentStatus.closed, utcnow()
-    session.add(experiment)
+    mark_closed(session, experiment, actor=admin)
+    session.refresh(experiment)
+    return experiment
+
+
+def mark_closed(
+    session: Session, experiment: Experiment, *, actor: User | None, settings: dict[str, Any] | None = None
+) -> bool:
+    """Close the experiment once (a conditional update: of two racing closes one wins), with `settings` replacing
+    its settings if given; then the lifecycle goes on: the submission may be complete, and the dataset's IRT fit is
+    refreshed by a job. False when it was already closed."""
+    values: dict[str, Any] = {"status": ExperimentStatus.closed, "closed_at": utcnow()}
+    if settings is not None:
+        values["settings"] = settings
+    closed = session.exec(  # type: ignore[call-overload]
+        update(Experiment)
+        .where(col(Experiment.id) == experiment.id, col(Experiment.status) != ExperimentStatus.closed)
+        .values(**values)
+    )
     session.commit()
-    audit.record(session, actor=admin, action="close_experiment", target=f"experiment #{experiment.id}")
+    if closed.rowcount != 1:
+        return False
+    audit.record(session, actor=actor, action="close_experiment", target=f"experiment #{experiment.id}")
+    session.refresh(experiment)
+    from hub.jobs import enqueue_refit
     from hub.services.human_pipeline import complete_if_done
 
     complete_if_done(session, experiment)
-    from hub.jobs import enqueue_refit
-
     enqueue_refit(experiment.dataset_name)
-    session.refresh(experiment)
-    return experiment
+    return True
