@@ -124,18 +124,9 @@ def _sorted_rows(rows: list[dict[str, Any]], key: str, order: str) -> list[dict[
     return present + missing
 
 
-def leaderboard(
-    session: Session, dataset_name: str, viewer: User | None, *, sort: str | None = None, order: str | None = None
-) -> dict[str, Any]:
-    """One row per visible scored submission of the dataset, with the latest score of each metric, under
-    `human` its human win rate against each baseline it was judged against (columns in `human_columns`) and under
-    `irt` its ability in the dataset's newest IRT fit (the column in `irt_column`, None before any fit)."""
-    from hub.services.human_summaries import leaderboard_human  # it needs experiments, which import this module
-    from hub.services.irt_views import leaderboard_cells
-
-    dataset = installed_dataset(dataset_name)
-    if order is not None and order not in ORDERS:
-        raise BadRequest("order must be asc or desc", field="order")
+def _scored_rows(session: Session, dataset: Dataset, viewer: User | None) -> tuple[list[dict[str, Any]], dict]:
+    """One row per visible scored submission of the dataset with the latest score of each metric, in submission
+    order; and those latest scores, by submission id."""
     query = (
         select(Submission, System)
         .join(System, col(System.id) == col(Submission.system_id))
@@ -160,6 +151,28 @@ def leaderboard(
         }
         for submission, system in visible
     ]
+    return rows, latest
+
+
+def leaderboard_rows(session: Session, dataset_name: str, viewer: User | None) -> list[dict[str, Any]]:
+    """The leaderboard's entries with their automatic scores only (no human or IRT columns), in submission order:
+    what the overview and the comparison page's system choices need."""
+    return _scored_rows(session, installed_dataset(dataset_name), viewer)[0]
+
+
+def leaderboard(
+    session: Session, dataset_name: str, viewer: User | None, *, sort: str | None = None, order: str | None = None
+) -> dict[str, Any]:
+    """One row per visible scored submission of the dataset, with the latest score of each metric, under
+    `human` its human win rate against each baseline it was judged against (columns in `human_columns`) and under
+    `irt` its ability in the dataset's newest IRT fit (the column in `irt_column`, None before any fit)."""
+    from hub.services.human_summaries import leaderboard_human  # it needs experiments, which import this module
+    from hub.services.irt_views import leaderboard_cells
+
+    dataset = installed_dataset(dataset_name)
+    if order is not None and order not in ORDERS:
+        raise BadRequest("order must be asc or desc", field="order")
+    rows, latest = _scored_rows(session, dataset, viewer)
     human_columns, human_cells = leaderboard_human(session, dataset.name, viewer, [row["system_id"] for row in rows])
     irt_column, irt_cells = leaderboard_cells(session, dataset.name)
     for row in rows:
@@ -330,7 +343,7 @@ def overview(session: Session, viewer: User | None) -> dict[str, Any]:
 
     datasets, entries = [], []
     for dataset in list_datasets():
-        rows = leaderboard(session, dataset["name"], viewer)["rows"]
+        rows = leaderboard_rows(session, dataset["name"], viewer)
         datasets.append({**dataset, "entries": len(rows), "leaderboard_url": f"/leaderboards/{dataset['name']}"})
         entries.extend({**row, "dataset": dataset["name"]} for row in rows)
     entries.sort(key=lambda row: row["submission_id"], reverse=True)

@@ -186,10 +186,10 @@ def system_page(request: Request, system_id: str, session: SessionDep, viewer: V
 # --- comparison -------------------------------------------------------------------------------------------------
 
 
-def _choices(board: dict[str, Any], compared: dict[str, Any], chosen: list[int]) -> list[dict[str, Any]]:
+def _choices(ranked: list[dict[str, Any]], compared: dict[str, Any], chosen: list[int]) -> list[dict[str, Any]]:
     """Checkboxes: every system on the leaderboard the viewer sees, plus any chosen one that is not ranked there."""
     choices: dict[int, dict[str, Any]] = {}
-    for row in [*board["rows"], *({**s, "system_id": s["id"], "system_name": s["name"]} for s in compared["systems"])]:
+    for row in [*ranked, *({**s, "system_id": s["id"], "system_name": s["name"]} for s in compared["systems"])]:
         choices.setdefault(
             row["system_id"],
             {
@@ -215,7 +215,7 @@ def compare_page(
     """`systems` as the API takes it (`1,2`) or repeated, as the form's checkboxes send it (`systems=1&systems=2`)."""
     system_ids = _system_ids(",".join(systems or []))
     compared = leaderboard.compare(session, get_storage(), dataset, system_ids, viewer, q=q)
-    board = leaderboard.leaderboard(session, dataset, viewer)
+    ranked = leaderboard.leaderboard_rows(session, dataset, viewer)
     prompts = [
         {
             **prompt,
@@ -229,7 +229,7 @@ def compare_page(
         "viewer": viewer,
         "page": compared,
         "prompts": prompts,
-        "choices": _choices(board, compared, system_ids),
+        "choices": _choices(ranked, compared, system_ids),
         "max_systems": MAX_COMPARED_SYSTEMS,
         "json_url": _url(f"/api/compare/{dataset}", systems=",".join(map(str, system_ids)), q=q),
     }
