@@ -16,7 +16,6 @@ from hub.models import Assignment, Experiment, ExperimentItem, ItemKind, Rater, 
 from hub.services import adaptive
 from hub.services.experiments import experiment_cost
 
-ORDERED_LABELS = ("A", "tie", "B")
 
 
 @dataclass(frozen=True)

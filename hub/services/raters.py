@@ -79,18 +79,24 @@ def invite_for_token(session: Session, token: str) -> RaterInvite:
     return invite
 
 
-def revoke_invite(session: Session, admin: User, invite_id: int) -> RaterInvite:
+def revoke_invite(session: Session, admin: User, experiment_id: int, invite_id: int) -> RaterInvite:
+    """Stop an invite link from working (ratings already made with it stay). Idempotent."""
     if not admin.is_admin:
         raise Forbidden("only admins revoke invites")
     invite = session.get(RaterInvite, invite_id)
-    if invite is None:
-        raise NotFound(f"no invite #{invite_id}")
+    if invite is None or invite.experiment_id != experiment_id:
+        raise NotFound(f"no invite #{invite_id} in experiment #{experiment_id}")
     if invite.revoked_at is None:
         invite.revoked_at = utcnow()
         session.add(invite)
         session.commit()
         audit.record(session, actor=admin, action="revoke_invite", target=f"invite #{invite_id}")
     return invite
+
+
+def invite_url(token: str) -> str:
+    """Where a rater opens an invite: the hub's public address plus the token."""
+    return f"{get_settings().public_url.rstrip('/')}/rate/{token}"
 
 
 Block = Callable[[Rater, str], None]

@@ -136,3 +136,25 @@ def test_both_good_and_both_bad_are_stored_and_published_as_distinct_ties(
         if r["assignment_id"] == str(task["assignment_id"])
     }
     assert in_csv == {i: (c, "tie") for i, c in by_id.items()}
+
+
+def test_a_revoked_invite_link_stops_working_and_keeps_its_ratings(hub_env, people, admin_user, baselines, client):
+    x = new_experiment(hub_env, admin_user, baselines, prompt_ids=["hov1-001", "hov1-002"])
+    y = new_experiment(hub_env, admin_user, baselines, prompt_ids=["hov1-003"])
+    created = client.post(f"/api/experiments/{x.id}/invites", headers=auth(people["admin"]), json={"label": "A"})
+    invite_id, token = created.json()["id"], created.json()["token"]
+    task = claim(client, token)
+    choices = {str(item["id"]): "tie" for item in task["items"]}
+    submitted = client.post(
+        f"/api/rate/{token}/assignments/{task['assignment_id']}", json={"key": task["key"], "choices": choices}
+    )
+    assert submitted.status_code == 200, submitted.text
+    revoke = f"/api/experiments/{x.id}/invites/{invite_id}/revoke"
+    assert client.post(revoke, headers=auth(people["owner"])).status_code == 403
+    wrong = client.post(f"/api/experiments/{y.id}/invites/{invite_id}/revoke", headers=auth(people["admin"]))
+    assert wrong.status_code == 404 and f"no invite #{invite_id} in experiment #{y.id}" in wrong.json()["error"]
+    assert client.post(revoke, headers=auth(people["admin"])).json()["revoked_at"]
+    gone = client.post(f"/api/rate/{token}/claim")
+    assert gone.status_code == 404 and "revoked by the organisers" in gone.json()["error"]
+    assert client.get(f"/rate/{token}", headers=HTML).status_code == 404
+    assert rows(hub_env, "SELECT COUNT(*) FROM rating WHERE assignment_id IS NOT NULL") == [(len(choices),)]

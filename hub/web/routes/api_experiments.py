@@ -11,7 +11,6 @@ from pydantic import BaseModel, Field
 from hub.errors import Forbidden
 from hub.models import Backend
 from hub.services import experiment_access, experiment_results, experiments, irt_plan, raters
-from hub.settings import get_settings
 from hub.storage import get_storage
 from hub.web.deps import DatabaseId, SessionDep, UserDep, ViewerDep
 
@@ -102,8 +101,15 @@ def invite(experiment_id: DatabaseId, body: InviteForm, session: SessionDep, adm
         "label": created.label,
         "cohort": created.cohort,
         "token": token,
-        "url": f"{get_settings().public_url.rstrip('/')}/rate/{token}",
+        "url": raters.invite_url(token),
     }
+
+
+@router.post("/api/experiments/{experiment_id}/invites/{invite_id}/revoke")
+def revoke_invite(experiment_id: DatabaseId, invite_id: DatabaseId, session: SessionDep, admin: UserDep) -> dict:
+    """The link stops working at once; ratings already made with it stay."""
+    revoked = raters.revoke_invite(session, admin, experiment_id, invite_id)
+    return {"id": revoked.id, "revoked_at": revoked.revoked_at.isoformat() if revoked.revoked_at else None}
 
 
 class Exclusion(BaseModel):

@@ -184,10 +184,20 @@ def experiment_invite(
         admin = _admin(viewer)
         experiment = experiments.admin_experiment(session, admin, experiment_id)
         invite, token = raters.create_invite(session, admin, experiment, label=label, cohort=cohort)
-        url = f"{get_settings().public_url.rstrip('/')}/rate/{token}"
-        return _detail(request, session, admin, experiment_id, {"new_invite": {"invite": invite, "url": url}})
+        new_invite = {"invite": invite, "url": raters.invite_url(token)}
+        return _detail(request, session, admin, experiment_id, {"new_invite": new_invite})
     except HubError as exc:
         return error_page(request, viewer, exc)
+
+
+@router.post("/experiments/{experiment_id}/invites/{invite_id}/revoke")
+def invite_revoke(
+    request: Request, experiment_id: int, invite_id: int, _csrf: CsrfDep, session: SessionDep, viewer: ViewerDep
+):
+    def revoke(admin: User):
+        raters.revoke_invite(session, admin, experiment_id, invite_id)
+
+    return _act(request, viewer, revoke, experiment_id)
 
 
 @router.post("/raters/{rater_id}/exclusion")
