@@ -86,17 +86,20 @@ class S3Storage:
         return True
 
 
+def s3_client(endpoint_url: str | None = None):
+    """A boto3 S3 client whose standard retry mode retries throttling and transient errors with backoff."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client("s3", endpoint_url=endpoint_url, config=Config(retries={"mode": "standard"}))
+
+
 def storage_from_url(url: str, *, s3_endpoint_url: str | None = None) -> Storage:
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme == "file":
         return LocalStorage(Path(urllib.parse.unquote(parsed.path)))
     if parsed.scheme == "s3":
-        import boto3
-        from botocore.config import Config
-
-        # Standard retry mode retries throttling and transient errors with backoff.
-        client = boto3.client("s3", endpoint_url=s3_endpoint_url, config=Config(retries={"mode": "standard"}))
-        return S3Storage(parsed.netloc, parsed.path, client)
+        return S3Storage(parsed.netloc, parsed.path, s3_client(s3_endpoint_url))
     raise ValueError(f"HUB_STORAGE_URL must be file:///path or s3://bucket/prefix, not {url!r}")
 
 

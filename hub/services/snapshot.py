@@ -17,7 +17,7 @@ from hub.db import get_engine
 from hub.models.common import utcnow
 from hub.services import exports
 from hub.settings import get_settings
-from hub.storage import get_storage
+from hub.storage import get_storage, s3_client
 
 
 def _write(name: str, folder: Path) -> tuple[Path, str]:
@@ -59,13 +59,11 @@ def write_snapshot(
 
 
 def _upload(staged: list[tuple[Path, str]], s3_url: str, progress: Callable[[str], None] | None) -> None:
-    import boto3
-
     parsed = urlparse(s3_url)
     if parsed.scheme != "s3" or not parsed.netloc:
         raise ValueError(f"expected s3://bucket/prefix, not {s3_url!r}")
     prefix = parsed.path.strip("/")
-    client = boto3.client("s3", endpoint_url=get_settings().s3_endpoint_url)
+    client = s3_client(get_settings().s3_endpoint_url)
     for path, name in staged:  # the manifest goes last: readers who see it see every file it lists
         key = f"{prefix}/{name}" if prefix else name
         client.upload_file(str(path), parsed.netloc, key)
