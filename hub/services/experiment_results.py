@@ -17,7 +17,6 @@ from hub.services import adaptive
 from hub.services.experiments import experiment_cost
 
 
-
 @dataclass(frozen=True)
 class JudgedRating:
     rating: Rating
