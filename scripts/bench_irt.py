@@ -26,22 +26,16 @@ for folder in (REPO, REPO / "scripts"):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
-from simulate_ratings import Truth, simulate  # noqa: E402
+from simulate_ratings import Truth, aligned, simulate  # noqa: E402
 
 from evaluation.irt.bootstrap import bootstrap_fit  # noqa: E402
 from evaluation.irt.model import IrtFit, fit_pairwise_irt  # noqa: E402
 from evaluation.judgements import Judgements  # noqa: E402
 
 
-def _aligned(values: np.ndarray, all_labels: tuple[str, ...], labels: tuple[str, ...]) -> np.ndarray:
-    """Truth values (indexed like the simulated judgements) in the order of a fit's labels."""
-    index = {label: i for i, label in enumerate(all_labels)}
-    return values[[index[label] for label in labels]]
-
-
 def recovery(fit: IrtFit, j: Judgements, truth: Truth) -> tuple[float, float]:
-    abilities = _aligned(truth.abilities, j.systems, fit.systems)
-    discrimination = _aligned(truth.discrimination, j.prompts, fit.prompts)
+    abilities = aligned(truth.abilities, j.systems, fit.systems)
+    discrimination = aligned(truth.discrimination, j.prompts, fit.prompts)
     rho_abilities = float(spearmanr(fit.abilities, abilities).statistic)
     rho_discrimination = float(spearmanr(fit.discrimination, discrimination).statistic)
     return rho_abilities, rho_discrimination
@@ -71,7 +65,7 @@ def pyirt_column(j: Judgements, truth: Truth, *, epochs: int, seed: int) -> dict
         print(f"py-irt column skipped: {exc.describe()}", file=sys.stderr)
         return None
     seconds = time.perf_counter() - started
-    truth_disc = _aligned(truth.discrimination, j.prompts, tuple(result.prompts))
+    truth_disc = aligned(truth.discrimination, j.prompts, tuple(result.prompts))
     rho = float(spearmanr(np.asarray(result.discrimination), truth_disc).statistic)
     return {"pyirt_s": seconds, "pyirt_rho_disc": rho}
 

@@ -13,6 +13,7 @@ import argparse
 import csv
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,13 @@ class Truth:
     rater_reliability: np.ndarray  # (n_raters,)
     rater_bias: np.ndarray  # (n_raters,)
     noisy_rater: np.ndarray  # (n_raters,) bool
+
+
+def aligned(values: np.ndarray, all_labels: Sequence[str], labels: Sequence[str]) -> np.ndarray:
+    """values (indexed like all_labels, e.g. a Truth field and the simulated judgements' labels) in the order of
+    labels (e.g. a fit's systems or prompts); every label must be in all_labels."""
+    index = {label: i for i, label in enumerate(all_labels)}
+    return values[[index[label] for label in labels]]
 
 
 def _logistic(z: np.ndarray) -> np.ndarray:

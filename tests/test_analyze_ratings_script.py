@@ -4,12 +4,12 @@ figures equal direct calls of the library on the same ratings, and bad files are
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import analyze_ratings
 import numpy as np
 import pytest
 
@@ -25,17 +25,6 @@ FIELDS = [
     "rater", "backend", "task_id", "assignment_id", "external_assignment_id", "created_at", "submitted_at",
     "seconds_on_task", "excluded", "exclusion_reason",
 ]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def script():
-    spec = importlib.util.spec_from_file_location("analyze_ratings", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the script loads
-    spec.loader.exec_module(module)
-    yield module
-    del sys.modules[spec.name]
 
 
 def choice_for(outcome: str, left: str) -> str:
@@ -147,17 +136,17 @@ def expected_figures(ratings: list[dict]) -> dict:
     }
 
 
-def run_json(script, capsys, *args) -> dict:
+def run_json(capsys, *args) -> dict:
     capsys.readouterr()
-    assert script.main([*map(str, args), "--json"]) == 0
+    assert analyze_ratings.main([*map(str, args), "--json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("writer", [write_jsonl, write_csv], ids=["jsonl", "csv"])
-def test_script_figures_equal_direct_calls(script, capsys, tmp_path, writer):
+def test_script_figures_equal_direct_calls(capsys, tmp_path, writer):
     ratings = make_ratings()
     path = writer(tmp_path / ("ratings.jsonl" if writer is write_jsonl else "ratings.csv"), ratings)
-    output = run_json(script, capsys, "--ratings", path)
+    output = run_json(capsys, "--ratings", path)
     assert [e["experiment"] for e in output["experiments"]] == ["7", "8"]
     for report in output["experiments"]:
         mine = [r for r in ratings if str(r["experiment_id"]) == report["experiment"]]
@@ -170,17 +159,17 @@ def test_script_figures_equal_direct_calls(script, capsys, tmp_path, writer):
         assert report["results"]["n"] > report["results_without_excluded"]["n"]
 
 
-def test_jsonl_and_csv_give_the_same_output(script, capsys, tmp_path):
+def test_jsonl_and_csv_give_the_same_output(capsys, tmp_path):
     ratings = make_ratings(seed=9)
-    from_jsonl = run_json(script, capsys, "--ratings", write_jsonl(tmp_path / "r.jsonl", ratings))
-    from_csv = run_json(script, capsys, "--ratings", write_csv(tmp_path / "r.csv", ratings))
+    from_jsonl = run_json(capsys, "--ratings", write_jsonl(tmp_path / "r.jsonl", ratings))
+    from_csv = run_json(capsys, "--ratings", write_csv(tmp_path / "r.csv", ratings))
     assert from_jsonl == from_csv
 
 
-def test_text_output_shows_the_same_numbers(script, capsys, tmp_path):
+def test_text_output_shows_the_same_numbers(capsys, tmp_path):
     ratings = make_ratings()
     path = write_jsonl(tmp_path / "ratings.jsonl", ratings)
-    assert script.main(["--ratings", str(path), "--experiment", "8"]) == 0
+    assert analyze_ratings.main(["--ratings", str(path), "--experiment", "8"]) == 0
     text = capsys.readouterr().out
     mine = [r for r in ratings if r["experiment_id"] == 8]
     expected = expected_figures(mine)
@@ -195,14 +184,14 @@ def test_text_output_shows_the_same_numbers(script, capsys, tmp_path):
     assert f"raters flagged by screening: {len(expected['flagged_raters'])} of 5" in text
 
 
-def test_minimal_third_party_file(script, capsys, tmp_path):
+def test_minimal_third_party_file(capsys, tmp_path):
     rows = [
         {"prompt_id": p, "system_a": "X", "system_b": "Y", "outcome": o, "rater": r}
         for p, votes in enumerate([("A", "A", "B"), ("B", "B", "B"), ("tie", "A", "A"), ("A", "B", "tie")])
         for r, o in zip(("u1", "u2", "u3"), votes, strict=True)
     ]
     path = write_csv(tmp_path / "minimal.csv", rows, fields=["prompt_id", "system_a", "system_b", "outcome", "rater"])
-    (report,) = run_json(script, capsys, "--ratings", path)["experiments"]
+    (report,) = run_json(capsys, "--ratings", path)["experiments"]
     assert report["experiment"] == "X vs Y" and report["dataset"] is None
     outcomes = [r["outcome"] for r in rows]
     assert report["results"] == summarize(outcomes).to_dict()
@@ -246,19 +235,19 @@ def test_minimal_third_party_file(script, capsys, tmp_path):
         ),
     ],
 )
-def test_bad_files_name_the_file_and_line(script, capsys, tmp_path, name, content, message):
+def test_bad_files_name_the_file_and_line(capsys, tmp_path, name, content, message):
     path = tmp_path / name
     path.write_text(content, encoding="utf-8")
-    assert script.main(["--ratings", str(path)]) == 3
+    assert analyze_ratings.main(["--ratings", str(path)]) == 3
     err = capsys.readouterr().err
     assert f"{path}, {message}" in err
 
 
-def test_unknown_experiment_and_missing_file(script, capsys, tmp_path):
+def test_unknown_experiment_and_missing_file(capsys, tmp_path):
     path = write_jsonl(tmp_path / "ratings.jsonl", make_ratings())
-    assert script.main(["--ratings", str(path), "--experiment", "99"]) == 4
+    assert analyze_ratings.main(["--ratings", str(path), "--experiment", "99"]) == 4
     assert "no ratings for experiment '99'" in capsys.readouterr().err
-    assert script.main(["--ratings", str(tmp_path / "absent.csv")]) == 4
+    assert analyze_ratings.main(["--ratings", str(tmp_path / "absent.csv")]) == 4
     assert "ratings file not found" in capsys.readouterr().err
 
 

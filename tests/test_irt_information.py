@@ -2,32 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from scipy.special import expit
+from simulate_ratings import aligned, simulate
 
 from evaluation.errors import InvalidInputError
 from evaluation.irt.information import expected_information, outcome_probabilities, rank_prompts, select_prompts
 from evaluation.irt.model import fit_pairwise_irt
 from evaluation.irt.sequential import first_decision
 
-REPO = Path(__file__).resolve().parent.parent
 DISCRIMINATION = np.array([0.2, 0.7, 1.0, 2.5, 6.0])
-
-
-def _simulate():
-    """scripts/simulate_ratings.py's simulate (scripts/ is not a package)."""
-    name = "simulate_ratings"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "simulate_ratings.py")
-        assert spec is not None and spec.loader is not None
-        sys.modules[name] = importlib.util.module_from_spec(spec)  # dataclasses look their module up
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name].simulate
 
 
 def _numerical_information(a: np.ndarray, gap: float, tau: float, h: float = 1e-5) -> np.ndarray:
@@ -73,7 +58,7 @@ def test_at_a_large_gap_the_sharpest_prompt_is_not_the_most_informative():
 
 @pytest.fixture(scope="module")
 def fitted():
-    j, truth = _simulate()(20_000, 8, 150, tau=0.5, sd_log_discrimination=0.8, seed=4)
+    j, truth = simulate(20_000, 8, 150, tau=0.5, sd_log_discrimination=0.8, seed=4)
     return fit_pairwise_irt(j), j, truth
 
 
@@ -107,16 +92,15 @@ def test_informative_prompts_decide_a_comparison_sooner(fitted):
     """Judgements drawn from the true model on the 15 prompts the fit ranks highest reach a sequential decision
     with fewer judgements than on 15 random prompts."""
     fit, j, truth = fitted
-    true_ability = dict(zip(j.systems, truth.abilities, strict=True))
-    true_disc = dict(zip(j.prompts, truth.discrimination, strict=True))
-    gaps = np.array([[true_ability[x] - true_ability[y] for y in fit.systems] for x in fit.systems])
+    true_ability = aligned(truth.abilities, j.systems, fit.systems)
+    gaps = true_ability[:, None] - true_ability[None, :]
     a, b = np.unravel_index(np.argmin(np.abs(np.abs(gaps) - 0.4)), gaps.shape)  # a modest true difference
     rng = np.random.default_rng(0)
     top = [item.prompt for item in select_prompts(fit, int(a), int(b), 15)]
     random_prompts = list(rng.choice(fit.prompts, 15, replace=False))
 
     def judgements_needed(prompts: list[str]) -> float:
-        disc = np.array([true_disc[p] for p in prompts])[rng.integers(0, len(prompts), (1000, 3000))]
+        disc = aligned(truth.discrimination, j.prompts, prompts)[rng.integers(0, len(prompts), (1000, 3000))]
         p_a, p_b, _ = outcome_probabilities(disc, float(gaps[a, b]), truth.tau)
         u = rng.random(disc.shape)
         outcomes = np.where(u < p_a, 1, np.where(u < p_a + p_b, -1, 0))

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.optimize import approx_fprime
 from scipy.stats import binomtest
+from simulate_ratings import simulate
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
@@ -29,9 +28,6 @@ from evaluation.irt.significance import (
     tiers,
 )
 from evaluation.judgements import from_records
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from simulate_ratings import simulate
 
 
 @pytest.fixture(scope="module")

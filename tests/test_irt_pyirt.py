@@ -6,33 +6,21 @@ import importlib.util
 import json
 import sys
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.stats import spearmanr
+from simulate_ratings import simulate
 
 from evaluation.errors import ConfigurationError
 from evaluation.irt.model import fit_pairwise_irt
 from evaluation.irt.pyirt_reference import fit_pyirt, recode, write_jsonlines
 from evaluation.judgements import from_records
 
-REPO = Path(__file__).resolve().parent.parent
 HAS_PYIRT = importlib.util.find_spec("py_irt") is not None
 needs_pyirt = pytest.mark.skipif(
     not HAS_PYIRT, reason="py-irt is not installed: pip install 'chateval-hub[irt]' (torch==2.13.0 first)"
 )
-
-
-def _simulate():
-    """scripts/simulate_ratings.py's simulate (scripts/ is not a package)."""
-    name = "simulate_ratings"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "simulate_ratings.py")
-        assert spec is not None and spec.loader is not None
-        sys.modules[name] = importlib.util.module_from_spec(spec)  # dataclasses look their module up
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name].simulate
 
 
 RECORDS = [
@@ -88,7 +76,7 @@ def test_fast_discriminations_agree_with_pyirt():
     disagreement is smaller than the estimation noise. Thresholds: 0.85 (observed minimum less a margin) and
     that ordering.
     """
-    j, truth = _simulate()(6000, 10, 100, tau=0.5, seed=0)
+    j, truth = simulate(6000, 10, 100, tau=0.5, seed=0)
     fast = fit_pairwise_irt(j)
     reference = fit_pyirt(j, epochs=500, seed=0)
     by_prompt = dict(zip(fast.prompts, fast.discrimination, strict=True))

@@ -3,23 +3,13 @@ coverage over repeated simulations, and rater terms that find noisy and left-bia
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from scipy.stats import binom, pearsonr, spearmanr
+from simulate_ratings import aligned, simulate
 
 from evaluation.irt.bootstrap import bootstrap_fit
 from evaluation.irt.model import fit_pairwise_irt
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-from simulate_ratings import simulate
-
-
-def _aligned(values: np.ndarray, all_labels: tuple[str, ...], labels: tuple[str, ...]) -> np.ndarray:
-    index = {label: i for i, label in enumerate(all_labels)}
-    return values[[index[label] for label in labels]]
 
 
 def test_recovers_abilities_discriminations_and_tau():
@@ -34,8 +24,8 @@ def test_recovers_abilities_discriminations_and_tau():
     judgements, truth = simulate(50_000, 12, 200, tau=0.5, seed=0)
     fit = fit_pairwise_irt(judgements)
     assert fit.converged
-    abilities = _aligned(truth.abilities, judgements.systems, fit.systems)
-    discrimination = _aligned(truth.discrimination, judgements.prompts, fit.prompts)
+    abilities = aligned(truth.abilities, judgements.systems, fit.systems)
+    discrimination = aligned(truth.discrimination, judgements.prompts, fit.prompts)
     assert spearmanr(fit.abilities, abilities).statistic >= 0.95
     assert spearmanr(fit.discrimination, discrimination).statistic >= 0.90
     assert fit.tau == pytest.approx(0.5, abs=0.03)
@@ -56,8 +46,8 @@ def test_recovery_improves_with_the_number_of_judgements(n, prompts, min_rho_dis
     judgements, truth = simulate(n, 12, prompts, tau=0.5, seed=1)
     fit = fit_pairwise_irt(judgements)
     assert fit.converged
-    abilities = _aligned(truth.abilities, judgements.systems, fit.systems)
-    discrimination = _aligned(truth.discrimination, judgements.prompts, fit.prompts)
+    abilities = aligned(truth.abilities, judgements.systems, fit.systems)
+    discrimination = aligned(truth.discrimination, judgements.prompts, fit.prompts)
     assert spearmanr(fit.abilities, abilities).statistic >= 0.9
     assert spearmanr(fit.discrimination, discrimination).statistic >= min_rho_discrimination
 
@@ -76,7 +66,7 @@ def test_interval_coverage_is_near_nominal():
         judgements, truth = simulate(6000, 5, 50, n_raters=40, sd_log_discrimination=0.0, seed=500 + sim)
         fit = fit_pairwise_irt(judgements)
         boot = bootstrap_fit(fit, n_bootstrap=100, seed=sim)
-        true_abilities = _aligned(truth.abilities, judgements.systems, fit.systems)
+        true_abilities = aligned(truth.abilities, judgements.systems, fit.systems)
         intervals = boot.difference_intervals(0.90)
         rows, cols = np.triu_indices(len(fit.systems), k=1)
         true_diff = true_abilities[rows] - true_abilities[cols]
@@ -92,14 +82,14 @@ def test_rater_terms_find_noisy_and_left_biased_raters():
     judgements, truth = simulate(30_000, 8, 100, n_raters=60, noisy_rater_share=0.25, sd_rater_bias=0.5, seed=2)
     fit = fit_pairwise_irt(judgements, rater_terms=True)
     plain = fit_pairwise_irt(judgements)
-    noisy = _aligned(truth.noisy_rater, judgements.raters, fit.raters)
+    noisy = aligned(truth.noisy_rater, judgements.raters, fit.raters)
     reliability = fit.rater_reliability
     assert reliability is not None and fit.rater_bias is not None
     assert reliability[noisy].max() < reliability[~noisy].min()  # every noisy rater is down-weighted
-    true_bias = _aligned(truth.rater_bias, judgements.raters, fit.raters)
+    true_bias = aligned(truth.rater_bias, judgements.raters, fit.raters)
     assert pearsonr(fit.rater_bias, true_bias).statistic > 0.9
     # Down-weighting the noise sharpens the prompt discriminations.
-    true_disc = _aligned(truth.discrimination, judgements.prompts, fit.prompts)
+    true_disc = aligned(truth.discrimination, judgements.prompts, fit.prompts)
     with_terms = spearmanr(fit.discrimination, true_disc).statistic
-    without = spearmanr(plain.discrimination, _aligned(truth.discrimination, judgements.prompts, plain.prompts))
+    without = spearmanr(plain.discrimination, aligned(truth.discrimination, judgements.prompts, plain.prompts))
     assert with_terms > without.statistic

@@ -2,32 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import replay_adaptive
 
-REPO = Path(__file__).resolve().parent.parent
 SEEDS = 3
-
-
-def _replay_module():
-    name = "replay_adaptive"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / "replay_adaptive.py")
-        assert spec is not None and spec.loader is not None
-        sys.modules[name] = importlib.util.module_from_spec(spec)  # dataclasses look their module up
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
 
 
 @pytest.fixture(scope="module")
 def summary(shared_data: Path):
-    replay = _replay_module()
-    result = replay.replay_summary(shared_data / "votes.csv", seeds=SEEDS)
-    print("\n" + replay.format_table(result))
+    result = replay_adaptive.replay_summary(shared_data / "votes.csv", seeds=SEEDS)
+    print("\n" + replay_adaptive.format_table(result))
     return result
 
 
@@ -59,13 +46,12 @@ def test_replays_stop_at_the_reference_decisions(summary):
 
 
 def test_adaptive_order_needs_no_more_judgements_than_random(summary):
-    replay = _replay_module()
     assert _not_worse(summary.spent_on_decided("adaptive"), summary.spent_on_decided("random"))
     assert _not_worse(
         [r.released for r in summary.decisions["adaptive"]], [r.released for r in summary.decisions["random"]]
     )
     to_target = {
-        order: [replay.judgements_to_target(r, summary.total) for r in summary.ranking[order]]
+        order: [replay_adaptive.judgements_to_target(r, summary.total) for r in summary.ranking[order]]
         for order in ("random", "adaptive")
     }
     assert all(n < summary.total for n in to_target["adaptive"])  # the ranking target is reached before the end
