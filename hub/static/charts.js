@@ -50,6 +50,12 @@
     var axis = { beginAtZero: true };
     if (spec.min !== undefined) axis.min = spec.min;
     if (spec.max !== undefined) axis.max = spec.max;
+    // Whiskers reaching past the bars widen the axis, so no interval is drawn over the labels or cut off.
+    var drawn = (spec.errors || []).filter(bounded);
+    if (drawn.length) {
+      axis.suggestedMin = Math.min.apply(null, drawn.map(function (error) { return error[0]; }));
+      axis.suggestedMax = Math.max.apply(null, drawn.map(function (error) { return error[1]; }));
+    }
     if (spec.percent) axis.ticks = { callback: function (value) { return Math.round(100 * value) + "%"; } };
     if (spec.integer) axis.ticks = { precision: 0 };
     return axis;

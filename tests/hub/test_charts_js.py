@@ -45,7 +45,7 @@ const whiskers = config.plugins.find((p) => p.id === "whiskers");
 whiskers.afterDatasetsDraw(chart);
 const label = config.options.plugins.tooltip.callbacks.label;
 const tooltips = spec.values.map((v, i) => label({ dataIndex: i, parsed: { x: v } }));
-console.log(JSON.stringify({ lines, tooltips }));
+console.log(JSON.stringify({ lines, tooltips, axis: config.options.scales.x }));
 """
 
 
@@ -90,3 +90,10 @@ def test_an_interval_open_on_one_side_is_not_drawn_to_zero(open_interval):
     assert seen["lines"] == [[[0, y], [50, y]], [[0, y - 6], [0, y + 6]], [[50, y - 6], [50, y + 6]]]
     assert seen["tooltips"][0] == "ability: 0.2500" and seen["tooltips"][1] == "ability: 0.2500"
     assert seen["tooltips"][2] == "ability: 0.2500 (interval 0.000 to 0.5000)"
+
+
+def test_the_value_axis_reaches_every_whisker():
+    """A whisker past the bars widens the axis (Chart.js would otherwise draw it over the labels or cut it off)."""
+    seen = run_charts(spec_with([[-0.4, 0.1], [None, 2.0], [0.2, 1.8]]))
+    assert seen["axis"]["suggestedMin"] == -0.4 and seen["axis"]["suggestedMax"] == 1.8  # the open one is ignored
+    assert "suggestedMin" not in run_charts({**spec_with([None]), "errors": [None]})["axis"]
