@@ -1,0 +1,23 @@
+"""system names: unique canonical key (NFKC, case fold, confusable skeleton)
+
+Revision ID: 0004
+Revises: 0003
+Create Date: 2026-11-23 19:00:00
+
+"""
+
+from collections.abc import Sequence
+
+# revision identifiers, used by Alembic.
+revision: str = "0004"
+down_revision: str | Sequence[str] | None = "0003"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    pass  # slot reserved for this change; filled by its commit
+
+
+def downgrade() -> None:
+    pass
