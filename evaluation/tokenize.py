@@ -11,9 +11,10 @@ from evaluation.errors import ConfigurationError
 
 Tokenizer = Callable[[str], list[str]]
 
-# `single-space` reproduces the original ChatEval site, which split on " " exactly (so double spaces
-# produce empty tokens); `none` splits on any whitespace run, as sacrebleu does after tokenising.
-OWN_TOKENIZERS = {"single-space"}
+# `single-space` reproduces the original ChatEval site's distinct-n, which split on " " exactly (so double spaces
+# produce empty tokens); `stripped-single-space` its embedding metrics, which stripped the line first; `none`
+# splits on any whitespace run, as sacrebleu does after tokenising (and as the site's average length did).
+OWN_TOKENIZERS = {"single-space", "stripped-single-space"}
 SACREBLEU_TOKENIZERS = {"13a", "intl", "char", "none"}
 
 
@@ -23,6 +24,10 @@ def get_tokenizer(name: str, lowercase: bool = False) -> Tokenizer:
         if lowercase:
             return lambda text: text.lower().split(" ")
         return lambda text: text.split(" ")
+    if name == "stripped-single-space":
+        if lowercase:
+            return lambda text: text.lower().strip().split(" ")
+        return lambda text: text.strip().split(" ")
     if name not in SACREBLEU_TOKENIZERS:
         known = ", ".join(sorted(OWN_TOKENIZERS | SACREBLEU_TOKENIZERS))
         raise ConfigurationError(f"unknown tokenizer {name!r} (known: {known})")

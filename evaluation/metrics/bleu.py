@@ -14,7 +14,7 @@ import numpy as np
 from evaluation.metrics.base import Metric, MetricCard, MetricInputs, MetricResult, Progress
 from evaluation.metrics.ngrams import concatenate, encode_texts, ngram_codes
 from evaluation.metrics.registry import register
-from evaluation.tokenize import get_tokenizer
+from evaluation.tokenize import OWN_TOKENIZERS, get_tokenizer
 
 SMOOTH_METHODS = {"none": None, "floor": 0.1, "add-k": 1, "exp": None}  # sacrebleu's default values
 MY_LOG_ZERO = -9999999999  # what sacrebleu.utils.my_log returns for 0
@@ -35,7 +35,7 @@ class BleuConfig:
             raise ValueError("n must be at least 1")
         if self.smooth_method not in SMOOTH_METHODS:
             raise ValueError(f"smooth_method must be one of {', '.join(SMOOTH_METHODS)}")
-        if self.tokenizer == "single-space":
+        if self.tokenizer in OWN_TOKENIZERS:
             raise ValueError("BLEU uses sacrebleu tokenizers (13a, intl, char, none)")
         get_tokenizer(self.tokenizer)
 

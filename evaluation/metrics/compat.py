@@ -7,13 +7,16 @@ from typing import Any
 from evaluation.errors import NotFoundError
 
 COMPAT: dict[str, dict[str, dict[str, Any]]] = {
-    # The original ChatEval site (Sedoc et al. 2019): tokens split on single spaces; BLEU-2 was NLTK's
+    # The original ChatEval site (Sedoc et al. 2019) tokenised differently per metric: distinct-n split each
+    # line on single spaces (empty tokens counted), average length counted `line.strip().split()` tokens
+    # (any whitespace run, empty tokens never counted: sacrebleu's `none`), the embedding metrics split the
+    # stripped line on single spaces (tests/test_compat_chateval_original.py restates each). BLEU-2 was NLTK's
     # sentence_bleu with weights (.5, .5), lower-cased, no smoothing, on a 0-1 scale, which sacrebleu
     # reproduces with the settings below (tests/test_compat_chateval.py checks this against NLTK).
     "chateval-2019": {
         "distinct": {"tokenizer": "single-space", "lowercase": False},
-        "avg-length": {"tokenizer": "single-space"},
-        "embedding-average": {"tokenizer": "single-space", "lowercase": False},
+        "avg-length": {"tokenizer": "none"},
+        "embedding-average": {"tokenizer": "stripped-single-space", "lowercase": False},
         "bleu": {
             "tokenizer": "none",
             "lowercase": True,
