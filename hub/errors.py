@@ -42,6 +42,16 @@ class UnprocessableInput(HubError):
     status_code = 422
 
 
+class TooManyRequests(HubError):
+    """A rate limit ran out (hub/services/rate_limits.py); `retry_after` seconds until it lets the caller in again."""
+
+    status_code = 429
+
+    def __init__(self, message: str, *, retry_after: int, field: str | None = None):
+        super().__init__(message, field=field)
+        self.retry_after = max(1, retry_after)
+
+
 class ServiceUnavailable(HubError):
     """The database is busy or restarting: the client may try again (a repeated submission is recognised)."""
 

@@ -7,7 +7,7 @@ from hub.models.rating import Assignment, AssignmentStatus, Rater, RaterInvite, 
 from hub.models.score import Score
 from hub.models.submission import Submission, SubmissionStatus
 from hub.models.system import System
-from hub.models.user import ApiToken, User
+from hub.models.user import ApiToken, BrowserSession, User
 
 __all__ = [
     "ApiToken",
@@ -15,6 +15,7 @@ __all__ = [
     "AssignmentStatus",
     "AuditEntry",
     "Backend",
+    "BrowserSession",
     "Experiment",
     "ExperimentItem",
     "ExperimentStatus",

@@ -26,6 +26,10 @@ class Rater(SQLModel, table=True):
     excluded_at: datetime | None = None
     blocked: bool = Field(default=False, description="Blocked on Mechanical Turk as well.")
     created_at: datetime = Field(default_factory=utcnow)
+    invite_id: int | None = Field(default=None, foreign_key="raterinvite.id", index=True)
+    client_hash: str | None = Field(
+        default=None, max_length=16, index=True, description="Salted hash of the creating client's address."
+    )
 
 
 class RaterInvite(SQLModel, table=True):
@@ -38,6 +42,8 @@ class RaterInvite(SQLModel, table=True):
     cohort: bool = False
     created_at: datetime = Field(default_factory=utcnow)
     revoked_at: datetime | None = None
+    max_raters: int = Field(default=50, description="Cohort invites: how many raters the link may create.")
+    rater_count: int = Field(default=0, description="Raters created through this link so far.")
 
 
 class AssignmentStatus(StrEnum):

@@ -22,6 +22,7 @@ EXPECTED_TABLES = {
     "assignment",
     "rating",
     "irtfit",
+    "browsersession",
     "alembic_version",
 }
 
