@@ -56,3 +56,16 @@ class ServiceUnavailable(HubError):
     """The database is busy or restarting: the client may try again (a repeated submission is recognised)."""
 
     status_code = 503
+    retry_after: int | None = None  # seconds, sent as Retry-After when set
+
+
+class QueueUnavailable(ServiceUnavailable):
+    """The job queue refused the job; it waits in the outbox and is sent again when the queue is back."""
+
+    retry_after = 30
+
+
+class StorageUnavailable(ServiceUnavailable):
+    """The file storage cannot be written; nothing was stored."""
+
+    retry_after = 60

@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import sqlite3
 from functools import lru_cache
 
+import redis
 from huey import Huey, RedisHuey, SqliteHuey, crontab
 from huey.consumer import Consumer
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from hub.db import get_engine
+from hub.errors import QueueUnavailable
+from hub.models import OutboxJob
 from hub.settings import HubSettings, get_settings
 from hub.storage import get_storage
 
 
 def make_huey(settings: HubSettings) -> Huey:
     if settings.queue_url.startswith("redis://"):
-        return RedisHuey("chateval-hub", url=settings.queue_url)
+        # Fail fast when Redis is down (one quick retry, 2 s to connect): the job waits in the outbox instead.
+        pool = redis.ConnectionPool.from_url(
+            settings.queue_url, socket_connect_timeout=2, socket_timeout=10, retry=Retry(NoBackoff(), 1)
+        )
+        return RedisHuey("chateval-hub", connection_pool=pool)
     if settings.queue_url:
         raise ValueError(f"HUB_QUEUE_URL must be redis://... or empty, not {settings.queue_url!r}")
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -29,12 +39,15 @@ def evaluate_submission(submission_id: int) -> str | None:
 
 
 def requeue_stalled() -> list[int]:
+    """The periodic sweep: send the jobs the outbox holds (the queue was down), then restart stalled evaluations."""
     from hub.services.evaluation import stalled_submissions
+    from hub.services.outbox import drain
 
+    sent = drain(get_engine(), send_outbox_job)
     stalled = stalled_submissions(get_engine())
     for submission_id in stalled:
-        tasks()["evaluate_submission"](submission_id)
-    return stalled
+        enqueue_evaluation(submission_id)
+    return sent + stalled
 
 
 def poll_mturk() -> int:
@@ -83,12 +96,30 @@ def _every_minutes(seconds: int) -> str:
     return "*" if minutes == 1 else f"*/{minutes}"
 
 
+# What the queue raises when it cannot take a job: Redis down or unreachable, the SQLite queue's file unwritable.
+QUEUE_ERRORS = (redis.exceptions.RedisError, sqlite3.Error, OSError)
+
+
+def send_job(task: str, *args) -> None:
+    """Put a job on the queue; QueueUnavailable (503, Retry-After) when the queue cannot take it."""
+    try:
+        tasks()[task](*args)
+    except QUEUE_ERRORS as exc:
+        raise QueueUnavailable(
+            f"queue unavailable, will retry: the job is kept and sent when the queue is back ({type(exc).__name__})"
+        ) from exc
+
+
+def send_outbox_job(job: OutboxJob) -> None:
+    send_job(job.task, job.submission_id)
+
+
 def enqueue_refit(dataset_name: str) -> None:
-    tasks()["refit_irt"](dataset_name)
+    send_job("refit_irt", dataset_name)
 
 
 def enqueue_evaluation(submission_id: int) -> None:
-    tasks()["evaluate_submission"](submission_id)
+    send_job("evaluate_submission", submission_id)
 
 
 class EmbeddedConsumer(Consumer):

@@ -3,6 +3,7 @@
 from hub.models.audit import AuditEntry
 from hub.models.experiment import Backend, Experiment, ExperimentItem, ExperimentStatus, ItemKind, Task, TieMode
 from hub.models.irt_fit import IrtFit
+from hub.models.outbox import OutboxJob
 from hub.models.rating import Assignment, AssignmentStatus, Rater, RaterInvite, Rating
 from hub.models.score import Score
 from hub.models.submission import Submission, SubmissionStatus
@@ -21,6 +22,7 @@ __all__ = [
     "ExperimentStatus",
     "IrtFit",
     "ItemKind",
+    "OutboxJob",
     "Rater",
     "RaterInvite",
     "Rating",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, and_, or_, update
 from sqlmodel import Session, select
 
 from evaluation.errors import EvaluationError
@@ -18,7 +18,6 @@ from hub.services.datasets import installed_dataset
 from hub.storage import Storage
 
 log = logging.getLogger(__name__)
-STARTABLE = {SubmissionStatus.approved, SubmissionStatus.evaluating}
 HEARTBEAT_EVERY = timedelta(seconds=5)
 STALLED_AFTER = timedelta(minutes=5)
 
@@ -35,17 +34,13 @@ class EvaluationRun:
         self._last_beat = utcnow() - HEARTBEAT_EVERY
 
     def run(self) -> SubmissionStatus | None:
+        status = self._status()
+        if status == SubmissionStatus.evaluated:
+            return self._plan(status)  # scored, planning failed: the job's retry picks up here
+        if status is None or not self.claim():
+            return self._status()
         with Session(self.engine) as session:
-            submission = session.get(Submission, self.submission_id)
-            if submission is not None and submission.status == SubmissionStatus.evaluated:
-                return self._plan(submission.status)  # scored, planning failed: the job's retry picks up here
-            if submission is None or submission.status not in STARTABLE:
-                return submission.status if submission else None
-            submission.status, submission.progress, submission.error = SubmissionStatus.evaluating, 0.0, None
-            submission.heartbeat_at = submission.updated_at = utcnow()
-            session.commit()
-            session.refresh(submission)
-            job = submission.model_copy()
+            job = session.get(Submission, self.submission_id).model_copy()
         try:
             report = self._score(job)
         except EvaluationError as exc:
@@ -54,6 +49,29 @@ class EvaluationRun:
             log.exception("evaluation of submission %s crashed", self.submission_id)
             return self._fail(f"internal error: {type(exc).__name__}: {exc}")
         return self._plan(self._save(report))
+
+    def _status(self) -> SubmissionStatus | None:
+        with Session(self.engine) as session:
+            submission = session.get(Submission, self.submission_id)
+            return submission.status if submission else None
+
+    def claim(self) -> bool:
+        """Move the submission to `evaluating` if it is approved, or evaluating with a stale heartbeat (its worker
+        died), in one conditional update: of two jobs for one submission (sent twice), only one gets it."""
+        now = utcnow()
+        startable = or_(
+            Submission.status == SubmissionStatus.approved,
+            and_(Submission.status == SubmissionStatus.evaluating, Submission.heartbeat_at < now - STALLED_AFTER),
+        )
+        claim = (
+            update(Submission)
+            .where(Submission.id == self.submission_id, startable)
+            .values(status=SubmissionStatus.evaluating, progress=0.0, error=None, heartbeat_at=now, updated_at=now)
+        )
+        with Session(self.engine) as session:
+            claimed = session.execute(claim).rowcount == 1
+            session.commit()
+        return claimed
 
     def _plan(self, status: SubmissionStatus) -> SubmissionStatus:
         """The next step of the lifecycle once scored: draft experiments against the chosen baselines (idempotent)."""

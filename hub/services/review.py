@@ -7,9 +7,9 @@ from collections.abc import Callable
 from sqlmodel import Session, select
 
 from hub.errors import BadRequest, Conflict, Forbidden, NotFound
-from hub.models import Submission, SubmissionStatus, User
+from hub.models import OutboxJob, Submission, SubmissionStatus, User
 from hub.models.common import utcnow
-from hub.services import audit
+from hub.services import audit, outbox
 
 Enqueue = Callable[[int], None]
 RERUNNABLE = {SubmissionStatus.failed, SubmissionStatus.evaluated, SubmissionStatus.complete}
@@ -41,13 +41,25 @@ def _move(session: Session, admin: User, submission: Submission, status: Submiss
 
 
 def approve(session: Session, admin: User, submission_id: int, *, enqueue: Enqueue) -> Submission:
+    """Approve and queue the evaluation. The job is committed with the approval (outbox) and sent after the commit;
+    if the queue is down, QueueUnavailable (503): the sweep sends it later, or approving again sends it now."""
     submission = _admin_submission(session, admin, submission_id)
+    stranded = outbox.waiting(session, outbox.EVALUATE_SUBMISSION, submission_id)
+    if submission.status == SubmissionStatus.approved and stranded is not None:
+        _send(session, stranded, enqueue)  # approved while the queue was down: try again now
+        return submission
     if submission.status != SubmissionStatus.submitted:
         raise Conflict(f"submission #{submission_id} is {submission.status}, not waiting for review")
     submission.review_reason = None
+    job = outbox.add(session, outbox.EVALUATE_SUBMISSION, submission_id)
     _move(session, admin, submission, SubmissionStatus.approved, "approve")
-    enqueue(submission.id)  # after the commit, so the worker sees the approved state
+    _send(session, job, enqueue)
     return submission
+
+
+def _send(session: Session, job: OutboxJob, enqueue: Enqueue) -> None:
+    """After the commit, so the worker sees the approved state."""
+    outbox.dispatch(session, job, lambda waiting: enqueue(waiting.submission_id))
 
 
 def reject(session: Session, admin: User, submission_id: int, *, reason: str) -> Submission:
@@ -67,8 +79,9 @@ def rerun(session: Session, admin: User, submission_id: int, *, enqueue: Enqueue
     if submission.status not in RERUNNABLE:
         raise Conflict(f"submission #{submission_id} is {submission.status}; only failed or evaluated ones re-run")
     submission.error = None
+    job = outbox.add(session, outbox.EVALUATE_SUBMISSION, submission_id)
     _move(session, admin, submission, SubmissionStatus.approved, "rerun")
-    enqueue(submission.id)
+    _send(session, job, enqueue)
     return submission
 
 

@@ -89,8 +89,12 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
                 "field": exc.field,
                 "viewer": session_viewer(request),
             }
-            return render(request, "error.html", context, status_code=exc.status_code)
-        return JSONResponse({"error": exc.message, "field": exc.field}, status_code=exc.status_code)
+            response = render(request, "error.html", context, status_code=exc.status_code)
+        else:
+            response = JSONResponse({"error": exc.message, "field": exc.field}, status_code=exc.status_code)
+        if getattr(exc, "retry_after", None):
+            response.headers["Retry-After"] = str(exc.retry_after)
+        return response
 
     @app.exception_handler(sqlalchemy.exc.TimeoutError)
     @app.exception_handler(sqlalchemy.exc.OperationalError)

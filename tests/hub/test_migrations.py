@@ -23,6 +23,7 @@ EXPECTED_TABLES = {
     "rating",
     "irtfit",
     "browsersession",
+    "outboxjob",
     "alembic_version",
 }
 
