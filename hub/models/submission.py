@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import JSON, Column
+from sqlalchemy import JSON, Column, Index, text
 from sqlmodel import Field, SQLModel
 
 from hub.models.common import utcnow
@@ -22,9 +22,28 @@ class SubmissionStatus(StrEnum):
     failed = "failed"
 
 
+# While a submission is live (not rejected or failed), its owner cannot submit the same file for the same dataset
+# again: a partial unique index, so concurrent identical uploads cannot all pass a check and all insert.
+LIVE_UPLOAD = "status NOT IN ('rejected', 'failed')"
+LIVE_UPLOAD_INDEX = "uq_submission_live_upload"
+
+
 class Submission(SQLModel, table=True):
+    __table_args__ = (
+        Index(
+            LIVE_UPLOAD_INDEX,
+            "owner_id",
+            "dataset_name",
+            "responses_sha256",
+            unique=True,
+            sqlite_where=text(LIVE_UPLOAD),
+            postgresql_where=text(LIVE_UPLOAD),
+        ),
+    )
+
     id: int | None = Field(default=None, primary_key=True)
     system_id: int = Field(foreign_key="system.id", index=True)
+    owner_id: int | None = Field(default=None, foreign_key="user.id", description="The system's owner (uploads).")
     dataset_name: str = Field(index=True, max_length=120)
     dataset_fingerprint: str = Field(max_length=200)
     responses_sha256: str = Field(max_length=64, index=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from hub.errors import BadRequest, Conflict, Forbidden, NotFound
@@ -80,7 +81,11 @@ def rerun(session: Session, admin: User, submission_id: int, *, enqueue: Enqueue
         raise Conflict(f"submission #{submission_id} is {submission.status}; only failed or evaluated ones re-run")
     submission.error = None
     job = outbox.add(session, outbox.EVALUATE_SUBMISSION, submission_id)
-    _move(session, admin, submission, SubmissionStatus.approved, "rerun")
+    try:
+        _move(session, admin, submission, SubmissionStatus.approved, "rerun")
+    except IntegrityError as exc:  # a failed submission whose file its owner has since submitted again
+        session.rollback()
+        raise Conflict(f"submission #{submission_id}'s file was submitted again since; re-run that one") from exc
     _send(session, job, enqueue)
     return submission
 

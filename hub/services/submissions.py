@@ -6,6 +6,7 @@ import hashlib
 import urllib.parse
 from dataclasses import dataclass, field
 
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
 
 from evaluation.errors import EvaluationError
@@ -106,6 +107,11 @@ def create_submissions(
 
     for dataset, upload, _, _ in checked:
         _refuse_duplicate(session, owner, dataset.name, upload)
+    # Files first: if the storage cannot take them (StorageUnavailable, 503), no row has been written.
+    stored = {
+        dataset.name: (storage.put(upload.data), storage.put(loglik.data) if loglik else None)
+        for dataset, upload, _, loglik in checked
+    }
     system = System(
         name=form.name,
         description=form.description,
@@ -118,19 +124,29 @@ def create_submissions(
     session.add(system)
     session.flush()
     submissions = []
-    for dataset, upload, fmt, loglik in checked:
+    for dataset, _, fmt, _ in checked:
+        responses_sha256, loglik_sha256 = stored[dataset.name]
         submission = Submission(
             system_id=system.id,
+            owner_id=owner.id,
             dataset_name=dataset.name,
             dataset_fingerprint=dataset.fingerprint,
-            responses_sha256=storage.put(upload.data),
+            responses_sha256=responses_sha256,
             responses_format=fmt,
-            loglik_sha256=storage.put(loglik.data) if loglik else None,
+            loglik_sha256=loglik_sha256,
             baseline_ids=list(form.baseline_ids),
         )
         session.add(submission)
         submissions.append(submission)
-    session.commit()
+    try:
+        session.commit()
+    except IntegrityError:
+        # A concurrent upload of the same file committed first (the unique index uq_submission_live_upload): the
+        # same 409 as for a sequential duplicate. Any other integrity error goes on as it was.
+        session.rollback()
+        for dataset, upload, _, _ in checked:
+            _refuse_duplicate(session, owner, dataset.name, upload)
+        raise
     for submission in submissions:
         session.refresh(submission)
     return submissions
