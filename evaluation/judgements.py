@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,8 @@ from evaluation.textfile import decode_lines, read_bytes
 RATINGS_SCHEMA_VERSION = 1
 REQUIRED_FIELDS = ("prompt_id", "system_a", "system_b", "outcome")
 # Every column of the hub's `ratings` download (schema version 1, documented in hub/services/exports.py), in order;
-# the reader needs only REQUIRED_FIELDS and uses rater, auto_tie, left, excluded, experiment_id and dataset if there.
+# the reader needs only REQUIRED_FIELDS and uses system_a_id/system_b_id (the systems' identities), rater, auto_tie,
+# left, excluded, experiment_id and dataset if there.
 RATINGS_EXPORT_FIELDS = (
     "rating_id",
     "experiment_id",
@@ -65,6 +66,37 @@ _ARRAY_FIELDS = (
     "dataset",
 )
 
+_LABEL_COLUMNS = (
+    ("systems", ("system_a", "system_b")),
+    ("prompts", ("prompt",)),
+    ("raters", ("rater",)),
+    ("experiments", ("experiment",)),
+    ("datasets", ("dataset",)),
+)
+# The canonical row order: most significant column first.
+_ROW_ORDER = (
+    "dataset",
+    "experiment",
+    "prompt",
+    "system_a",
+    "system_b",
+    "rater",
+    "outcome",
+    "auto_tie",
+    "left_is_a",
+    "excluded",
+)
+
+
+def _natural(label: str) -> tuple[int, int, str]:
+    """Sort key of a label: whole numbers by value first ("2" before "10"), then other labels as text."""
+    return (0, int(label), label) if label.isdigit() and len(label) < 19 else (1, 0, label)
+
+
+def _by_label(labels: tuple[str, ...]) -> Callable[[int], tuple[int, int, str]]:
+    """Sort key of an index into `labels`: its label's natural order."""
+    return lambda index: _natural(labels[index])
+
 
 @dataclass(frozen=True)
 class Judgements:
@@ -73,6 +105,9 @@ class Judgements:
     outcome: +1 system_a better, 0 tie, -1 system_b better. rater is -1 when unknown (and for automatic ties).
     left_is_a: 1 system_a shown on the left, 0 system_b on the left, -1 unknown. Prompt labels are the prompt ids,
     or "dataset/prompt_id" when the judgements span several datasets.
+
+    systems are identities: the system ids (as text) when the source carries them (the hub's download does), else
+    the names. system_names holds each one's display name; two systems may share a name, never an identity.
     """
 
     systems: tuple[str, ...]
@@ -90,12 +125,42 @@ class Judgements:
     excluded: np.ndarray  # (n,) bool
     experiment: np.ndarray  # (n,) int32
     dataset: np.ndarray  # (n,) int32
+    system_names: tuple[str, ...] = ()  # display name per system (defaults to the identity itself)
+    keyed_by_id: bool = False  # systems are the source's system ids
 
     def __post_init__(self) -> None:
         n = len(self.system_a)
         for name in _ARRAY_FIELDS:
             if len(getattr(self, name)) != n:
                 raise ValueError(f"column {name!r} has {len(getattr(self, name))} entries, expected {n}")
+        if not self.system_names:
+            object.__setattr__(self, "system_names", self.systems)
+        if len(self.system_names) != len(self.systems):
+            raise ValueError("system_names must name every system")
+
+    def system_id(self, index: int) -> int | None:
+        """The source's id of a system, or None when the judgements identify systems by name."""
+        return int(self.systems[index]) if self.keyed_by_id else None
+
+    def find_system(self, wanted: str | int, *, role: str = "system") -> int:
+        """A system's index from its identity (an id or, without ids, the name) or from a name that only one
+        system carries; an ambiguous or unknown name is refused with the candidates (`role` starts the message)."""
+        text = str(wanted).strip()
+        if text in self.systems:
+            return self.systems.index(text)
+        named = [i for i, name in enumerate(self.system_names) if name == text]
+        if len(named) == 1:
+            return named[0]
+        if named:
+            ids = ", ".join(self.systems[i] for i in named)
+            raise InvalidInputError(f"{role} {text!r} names {len(named)} systems (ids {ids}); give the id instead")
+        known = ", ".join(self.describe_system(i) for i in range(len(self.systems)))
+        raise InvalidInputError(f"{role} {text!r} is not among the judged systems: {known}")
+
+    def describe_system(self, index: int) -> str:
+        """The name, with the id when the judgements carry ids ("echo (#3)")."""
+        name = self.system_names[index]
+        return f"{name} (#{self.systems[index]})" if self.keyed_by_id else name
 
     def __len__(self) -> int:
         return len(self.system_a)
@@ -107,13 +172,7 @@ class Judgements:
     def compact(self) -> Judgements:
         """Drop labels no judgement refers to (systems, prompts, raters, ...) and renumber the indices."""
         changes: dict[str, Any] = {}
-        for labels_name, columns in (
-            ("systems", ("system_a", "system_b")),
-            ("prompts", ("prompt",)),
-            ("raters", ("rater",)),
-            ("experiments", ("experiment",)),
-            ("datasets", ("dataset",)),
-        ):
+        for labels_name, columns in _LABEL_COLUMNS:
             labels = getattr(self, labels_name)
             used = np.zeros(len(labels), dtype=bool)
             for column in columns:
@@ -122,8 +181,31 @@ class Judgements:
             new_index = np.full(len(labels) + 1, -1, dtype=np.int32)  # last slot maps -1 to -1
             new_index[np.flatnonzero(used)] = np.arange(int(used.sum()), dtype=np.int32)
             changes[labels_name] = tuple(label for label, keep in zip(labels, used, strict=True) if keep)
+            if labels_name == "systems":
+                names = self.system_names
+                changes["system_names"] = tuple(name for name, keep in zip(names, used, strict=True) if keep)
             for column in columns:
                 changes[column] = new_index[getattr(self, column)]
+        return replace(self, **changes)
+
+    def canonical(self) -> Judgements:
+        """The same judgements in an order that does not depend on how they were read: every label table sorted
+        (numbers by value), then the rows sorted by every column. A fit and its seeded bootstrap then give the same
+        numbers whether the judgements came from the hub's database, its download or a shuffled copy of it."""
+        changes: dict[str, Any] = {}
+        for labels_name, columns in _LABEL_COLUMNS:
+            labels = getattr(self, labels_name)
+            order = sorted(range(len(labels)), key=_by_label(labels))
+            new_index = np.full(len(labels) + 1, -1, dtype=np.int32)  # last slot maps -1 to -1
+            new_index[np.asarray(order, dtype=np.int64)] = np.arange(len(labels), dtype=np.int32)
+            changes[labels_name] = tuple(labels[i] for i in order)
+            if labels_name == "systems":
+                changes["system_names"] = tuple(self.system_names[i] for i in order)
+            for column in columns:
+                changes[column] = new_index[getattr(self, column)]
+        rows = np.lexsort([np.asarray(changes.get(name, getattr(self, name))) for name in reversed(_ROW_ORDER)])
+        for name in _ARRAY_FIELDS:
+            changes[name] = np.asarray(changes.get(name, getattr(self, name)))[rows]
         return replace(self, **changes)
 
     def for_dataset(self, name: str) -> Judgements:
@@ -175,6 +257,30 @@ class _Builder:
         self.labels["datasets"] = {}
         self.columns: dict[str, list[int]] = {name: [] for name in _ARRAY_FIELDS}
         self.prompt_keys: list[tuple[str, str]] = []  # (dataset, prompt_id) per judgement, labelled at the end
+        self.system_names: dict[str, str] = {}  # identity -> display name (the first one seen)
+        self.keyed_by_id: bool | None = None  # decided by the first record: ids when it has system_a_id
+
+    def system(self, record: Mapping[str, Any], side: str, *, name: str, line: int) -> str:
+        """The identity of system_a or system_b: its id when the file has ids (the hub's), else its name."""
+        label = _label(record[side], side, name=name, line=line)
+        raw_id = _cell(record.get(f"{side}_id"))
+        if self.keyed_by_id is None:
+            self.keyed_by_id = raw_id is not None
+        if self.keyed_by_id != (raw_id is not None):
+            raise InvalidInputError(
+                f"{side}_id is {'empty' if raw_id is None else 'given'} here but not on the first row; "
+                "give every row its system ids or none",
+                path=name,
+                line=line,
+            )
+        if raw_id is None:
+            identity = label
+        else:
+            if isinstance(raw_id, bool) or not str(raw_id).isdigit() or len(str(raw_id)) > 18:
+                raise InvalidInputError(f"{side}_id must be a whole number, not {raw_id!r}", path=name, line=line)
+            identity = str(int(str(raw_id)))
+        self.system_names.setdefault(identity, label)
+        return identity
 
     def index(self, table: str, label: str) -> int:
         return self.labels[table].setdefault(label, len(self.labels[table]))
@@ -186,8 +292,8 @@ class _Builder:
         kind = _cell(record.get("item_kind"))
         if kind is not None and kind != "pair":
             return
-        system_a = _label(record["system_a"], "system_a", name=name, line=line)
-        system_b = _label(record["system_b"], "system_b", name=name, line=line)
+        system_a = self.system(record, "system_a", name=name, line=line)
+        system_b = self.system(record, "system_b", name=name, line=line)
         if system_a == system_b:
             raise InvalidInputError(f"system_a and system_b are both {system_a!r}", path=name, line=line)
         prompt_id = _label(record["prompt_id"], "prompt_id", name=name, line=line)
@@ -228,7 +334,8 @@ class _Builder:
         dtypes = {"outcome": np.int8, "left_is_a": np.int8, "auto_tie": bool, "excluded": bool}
         arrays: dict[str, Any] = {k: np.asarray(v, dtype=dtypes.get(k, np.int32)) for k, v in self.columns.items()}
         arrays.update({k: tuple(v) for k, v in self.labels.items()})
-        return Judgements(**arrays)
+        arrays["system_names"] = tuple(self.system_names[identity] for identity in arrays["systems"])
+        return Judgements(**arrays, keyed_by_id=bool(self.keyed_by_id))
 
 
 def from_records(

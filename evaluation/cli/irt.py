@@ -64,9 +64,13 @@ def fit_command(
     ),
     runs: Annotated[Path | None, typer.Option(help="ChatEval runs.csv to check --votes-csv against.")] = None,
     dataset: Annotated[str | None, typer.Option(help="Fit only this dataset's judgements.")] = None,
-    anchor: Annotated[str | None, typer.Option(help="System whose ability is fixed at 0 (default: most judged).")] = (
-        None
-    ),
+    anchor: Annotated[
+        str | None,
+        typer.Option(
+            help="System whose ability is fixed at 0: its id (the hub's files carry ids), or a name only one system "
+            "carries (default: most judged)."
+        ),
+    ] = None,
     bootstrap: Annotated[int, typer.Option(min=1, help="Prompt-level bootstrap replicates.")] = 200,
     seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
     rater_terms: Annotated[bool, typer.Option("--rater-terms", help="Fit a left bias and reliability per rater.")] = (
@@ -97,10 +101,15 @@ def fit_command(
         out.print(f"wrote {out_path}", highlight=False)
 
 
+def _anchor_label(document: dict[str, Any]) -> str:
+    anchor_id = document["anchor_id"]
+    return document["anchor"] if anchor_id is None else f"{document['anchor']} (#{anchor_id})"
+
+
 def _print_report(report: IrtReport, document: dict[str, Any]) -> None:
     level = f"{report.level:.0%}"
     table = Table(
-        title=f"IRT abilities ({document['n_judgements']:,} judgements, anchor {document['anchor']} = 0, "
+        title=f"IRT abilities ({document['n_judgements']:,} judgements, anchor {_anchor_label(document)} = 0, "
         f"{report.bootstrap.n_bootstrap} bootstrap replicates)"
     )
     for column, justify in (("system", "left"), ("ability", "right"), (f"{level} interval", "right")):
@@ -111,7 +120,8 @@ def _print_report(report: IrtReport, document: dict[str, Any]) -> None:
         low, high = row["interval"]
         best, worst = row["rank_interval"]
         ranks = str(best) if best == worst else f"{best}-{worst}"
-        table.add_row(row["system"], f"{row['ability']:+.3f}", f"[{low:+.3f}, {high:+.3f}]", ranks, str(row["tier"]))
+        label = row["system"] if row["system_id"] is None else f"{row['system']} (#{row['system_id']})"
+        table.add_row(label, f"{row['ability']:+.3f}", f"[{low:+.3f}, {high:+.3f}]", ranks, str(row["tier"]))
     out.print(table)
     out.print(
         f"tie threshold {document['tau']:.3f}; tie rate {document['tie_rate']:.1%} "

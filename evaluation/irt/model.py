@@ -37,6 +37,8 @@ from evaluation.judgements import Judgements
 
 MODEL_NAME = "pairwise-graded-logit-ties"
 MODEL_VERSION = "2"  # 2: prior sd of log discrimination 0.5 (was 1.0)
+# How the judgements are ordered before the fit (the seeded bootstrap depends on it): Judgements.canonical.
+JUDGEMENT_ORDER = "canonical: labels sorted (numbers by value), rows sorted by every column"
 
 
 @contextmanager
@@ -263,6 +265,8 @@ class IrtFit:
     iterations: int
     disconnected: tuple[str, ...]  # systems with no chain of comparisons to the anchor (ability set by the prior)
     signature: dict[str, Any]
+    system_names: tuple[str, ...] = ()  # display name per system; systems are identities (ids when known)
+    system_ids: tuple[int | None, ...] = ()  # the source's system id per system, None when keyed by name
     rater_bias: np.ndarray | None = None  # (n_raters,) added to the left system's logit
     rater_reliability: np.ndarray | None = None  # (n_raters,) multiplier on a_k (t_A - t_B)
     problem: Problem | None = field(default=None, repr=False)
@@ -270,12 +274,11 @@ class IrtFit:
     theta: np.ndarray | None = field(default=None, repr=False)
 
 
-def choose_anchor(j: Judgements, anchor: str | None, baselines: tuple[str, ...] | list[str] = ()) -> int:
-    """The anchor's index: the one named, else the first baseline present, else the most judged system."""
+def choose_anchor(j: Judgements, anchor: str | int | None, baselines: tuple[str, ...] | list[str] = ()) -> int:
+    """The anchor's index: the one given (an identity, or a name only one system carries), else the first baseline
+    identity present, else the most judged system."""
     if anchor is not None:
-        if anchor not in j.systems:
-            raise InvalidInputError(f"anchor {anchor!r} is not among the judged systems: {', '.join(j.systems)}")
-        return j.systems.index(anchor)
+        return j.find_system(anchor, role="anchor")
     for name in baselines:
         if name in j.systems:
             return j.systems.index(name)
@@ -327,6 +330,7 @@ def fit_pairwise_irt(
     """
     started = time.perf_counter()
     priors = priors or Priors()
+    j = j.canonical()
     kept = j.subset(~j.excluded)
     human = kept.subset(~kept.auto_tie).compact()
     if len(human) == 0:
@@ -358,6 +362,8 @@ def fit_pairwise_irt(
         iterations=int(result.nit),
         disconnected=_disconnected(human, anchor_index),
         signature={},
+        system_names=human.system_names,
+        system_ids=tuple(human.system_id(i) for i in range(len(human.systems))),
         rater_bias=v["bias"][:-1] if rater_terms else None,
         rater_reliability=np.exp(v["omega"][:-1]) if rater_terms else None,
         problem=problem,
@@ -390,6 +396,8 @@ def fit_signature(fit: IrtFit, *, priors: Priors, seed: int, seconds: float) -> 
         "model_version": MODEL_VERSION,
         "priors": asdict(priors),
         "anchor": fit.anchor,
+        "systems_identified_by": "id" if fit.system_ids and fit.system_ids[0] is not None else "name",
+        "judgement_order": JUDGEMENT_ORDER,
         "rater_terms": fit.rater_bias is not None,
         "seed": seed,
         "optimizer": "scipy L-BFGS-B (MAP, analytic gradient)",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,8 +22,14 @@ from evaluation.irt.significance import (
 )
 from evaluation.judgements import Judgements
 
-REPORT_VERSION = 1
-EXTREME_PROMPTS = 10  # how many most / least discriminating prompts the report lists
+REPORT_VERSION = 2  # 2: systems identified by id (system_id, system_a_id, ...), names kept as labels
+EXTREME_PROMPTS = 10
+# Facts about one run, not the method: in the signature, left out of its text (which two runs of one method share).
+UNSIGNED = (
+    "fitted_at",
+    "fit_seconds",
+    "elapsed_seconds",
+)  # how many most / least discriminating prompts the report lists
 
 
 def _number(value: float | None, digits: int = 6) -> float | None:
@@ -41,7 +47,7 @@ def _p(value: float | None) -> float | None:
 
 
 def signature_text(signature: dict[str, Any]) -> str:
-    """One line from the whole signature (nested keys dotted, sorted; the timestamp left out)."""
+    """One line from the whole signature (nested keys dotted, sorted; the time and durations of the run left out)."""
     flat: dict[str, Any] = {}
 
     def walk(prefix: str, value: Any) -> None:
@@ -52,7 +58,8 @@ def signature_text(signature: dict[str, Any]) -> str:
             flat[prefix[:-1]] = value
 
     walk("", signature)
-    flat.pop("fitted_at", None)
+    for key in UNSIGNED:
+        flat.pop(key, None)
     return "|".join(f"{key}={flat[key]}" for key in sorted(flat))
 
 
@@ -67,6 +74,10 @@ class IrtReport:
     correction: str
     alpha: float
     seconds: float
+    identities: dict[str, tuple[int | None, str]] = field(default_factory=dict)  # identity -> (id, name)
+
+    def _who(self, identity: str) -> tuple[int | None, str]:
+        return self.identities.get(identity, (None, identity))
 
     @property
     def signature(self) -> dict[str, Any]:
@@ -90,7 +101,8 @@ class IrtReport:
         order = np.argsort(-fit.abilities, kind="stable")
         return [
             {
-                "system": fit.systems[i],
+                "system_id": self._who(fit.systems[i])[0],
+                "system": self._who(fit.systems[i])[1],
                 "ability": _number(fit.abilities[i]),
                 "interval": [_number(intervals[i, 0]), _number(intervals[i, 1])],
                 "rank": rank,
@@ -123,7 +135,8 @@ class IrtReport:
         document: dict[str, Any] = {
             "signature": self.signature,
             "signature_text": signature_text(self.signature),
-            "anchor": fit.anchor,
+            "anchor": self._who(fit.anchor)[1],
+            "anchor_id": self._who(fit.anchor)[0],
             "tau": _number(fit.tau),
             "bootstrap_tau_interval": [_number(v) for v in np.quantile(self.bootstrap.tau, _tails(self.level))],
             "tie_rate": _number(fit.tie_rate),
@@ -136,11 +149,13 @@ class IrtReport:
             "bootstrap_converged": self.bootstrap.converged,
             "disconnected": list(fit.disconnected),
             "systems": self.ranked_systems(),
-            "pairs": [_pair_json(c) for c in self.comparisons],
+            "pairs": [{**self._pair_systems(c.system_a, c.system_b), **_pair_json(c)} for c in self.comparisons],
             "prompts": prompts,
             "most_discriminating": prompts[:EXTREME_PROMPTS],
             "least_discriminating": prompts[::-1][:EXTREME_PROMPTS],
-            "experiments": [_experiment_json(t) for t in self.experiments],
+            "experiments": [
+                {**self._pair_systems(t.system_a, t.system_b), **_experiment_json(t)} for t in self.experiments
+            ],
         }
         if fit.rater_bias is not None and fit.rater_reliability is not None:
             document["raters"] = [
@@ -149,6 +164,10 @@ class IrtReport:
             ]
         return document
 
+    def _pair_systems(self, system_a: str, system_b: str) -> dict[str, Any]:
+        (id_a, name_a), (id_b, name_b) = self._who(system_a), self._who(system_b)
+        return {"system_a_id": id_a, "system_a": name_a, "system_b_id": id_b, "system_b": name_b}
+
 
 def _tails(level: float) -> list[float]:
     return [(1 - level) / 2, 1 - (1 - level) / 2]
@@ -156,8 +175,6 @@ def _tails(level: float) -> list[float]:
 
 def _pair_json(c: PairComparison) -> dict[str, Any]:
     return {
-        "system_a": c.system_a,
-        "system_b": c.system_b,
         "difference": _number(c.difference),
         "interval": [_number(c.interval[0]), _number(c.interval[1])],
         "se": _number(c.se),
@@ -177,8 +194,6 @@ def _experiment_json(t: ExperimentTest) -> dict[str, Any]:
 
     return {
         "experiment": t.experiment,
-        "system_a": t.system_a,
-        "system_b": t.system_b,
         "wins": t.wins,
         "losses": t.losses,
         "ties": t.ties,
@@ -221,6 +236,7 @@ def fit_report(
     if correction not in CORRECTIONS:
         raise ValueError(f"unknown correction {correction!r}; expected one of {', '.join(CORRECTIONS)}")
     started = time.perf_counter()
+    judgements = judgements.canonical()  # every number below is the same whatever order the judgements came in
     fit = fit_pairwise_irt(judgements, anchor=anchor, baselines=baselines, rater_terms=rater_terms, seed=seed)
     if progress is not None:
         progress(0.05)
@@ -240,4 +256,8 @@ def fit_report(
         correction=correction,
         alpha=alpha,
         seconds=time.perf_counter() - started,
+        identities={
+            identity: (judgements.system_id(i), judgements.system_names[i])
+            for i, identity in enumerate(judgements.systems)
+        },
     )

@@ -35,10 +35,11 @@ Fields per kind (timestamps are ISO 8601):
   excluded and exclusion_reason (an admin's exclusion: the rows stay, flagged).
 - `irt_systems`, `irt_pairs`, `irt_prompts`: the newest IRT fit of every dataset with public judgements, one row per
   system (ability with its bootstrap interval, rank and rank interval, tier, judgements, anchor), per pair of
-  systems (difference A - B with interval, bootstrap standard error, p-value and corrected p-value, significant)
+  systems (system_a_id, system_a, system_b_id, system_b: systems are identified by id, names are labels; difference
+  A - B with interval, bootstrap standard error, p-value and corrected p-value, significant)
   and per prompt (discrimination, standard error of its logarithm, judgements, rank, 1 = most discriminating).
   Every row carries fit_id, dataset, fitted_at and the fit's method signature; `chateval irt fit --ratings
-  ratings.jsonl` refits them from the `ratings` download.
+  ratings.jsonl --dataset NAME --anchor ID` refits every one of them exactly from the `ratings` download.
 """
 
 from __future__ import annotations

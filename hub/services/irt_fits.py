@@ -1,8 +1,10 @@
 """Published IRT fits: a dataset's public pair judgements (excluded raters left out, automatic ties counted in the
 tie rate) fitted with the toolkit's pairwise IRT model, refitted by a job only when the judgements changed.
 
-The fit reads exactly the rows of the public `ratings` download, so `chateval irt fit --ratings ratings.jsonl
---dataset NAME` refits the published numbers from the download.
+The fit reads exactly the pair rows of the public `ratings` download (excluded ones too: the fit leaves them out and
+counts them), systems identified by id, so `chateval irt fit --ratings ratings.jsonl --dataset NAME --anchor ID`
+refits every published number (abilities, bootstrap and rank intervals, pairwise tests) from the download: the
+fit puts the judgements in a canonical order first, so the order of the rows does not matter.
 """
 
 from __future__ import annotations
@@ -26,12 +28,16 @@ MIN_JUDGEMENTS = 20  # fewer say nothing a reader should see as a ranking
 
 
 def public_judgement_rows(session: Session, dataset_name: str) -> list[dict[str, Any]]:
-    return [row for row in ratings_rows(session, dataset_name) if row["item_kind"] == "pair" and not row["excluded"]]
+    """The dataset's pair rows of the ratings download, excluded ones included (flagged)."""
+    return [row for row in ratings_rows(session, dataset_name) if row["item_kind"] == "pair"]
 
 
 def digest(rows: list[dict[str, Any]]) -> str:
-    key = [(r["rating_id"], r["outcome"], r["auto_tie"]) for r in rows]
-    return hashlib.sha256(json.dumps(key).encode()).hexdigest()
+    """What the fit depends on; the report version is part of it, so a new report format refits every dataset."""
+    from evaluation.irt.result import REPORT_VERSION
+
+    key = [(r["rating_id"], r["outcome"], r["auto_tie"], r["excluded"]) for r in rows]
+    return hashlib.sha256(json.dumps([REPORT_VERSION, key]).encode()).hexdigest()
 
 
 def latest_fit(session: Session, dataset_name: str) -> IrtFit | None:
@@ -40,9 +46,10 @@ def latest_fit(session: Session, dataset_name: str) -> IrtFit | None:
 
 
 def _anchor(session: Session, systems: tuple[str, ...]) -> str | None:
-    """The scale's zero: the first baseline (by id) among the fitted systems, so new systems do not move it."""
-    query = select(System.name).where(System.is_baseline).order_by(col(System.id))
-    return next((name for name in session.exec(query) if name in systems), None)
+    """The scale's zero: the first baseline (by id) among the fitted systems (identified by id), so new systems do
+    not move it."""
+    query = select(System.id).where(System.is_baseline).order_by(col(System.id))
+    return next((str(system_id) for system_id in session.exec(query) if str(system_id) in systems), None)
 
 
 def refit(
@@ -60,7 +67,7 @@ def refit(
 
     with Session(engine) as session:
         rows = public_judgement_rows(session, dataset_name)
-        judged = sum(1 for r in rows if not r["auto_tie"])
+        judged = sum(1 for r in rows if not r["auto_tie"] and not r["excluded"])
         rows_digest = digest(rows)
         previous = latest_fit(session, dataset_name)
         if previous is not None and previous.judgements_digest == rows_digest:

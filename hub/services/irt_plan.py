@@ -39,9 +39,9 @@ def plan(session: Session, dataset_name: str, system_a_id: int, system_b_id: int
     if fit is not None and not fit.report:  # superseded: too few public judgements left
         fit = None
     report = fit.report if fit is not None else {"systems": [], "prompts": [], "tau": 0.0}
-    abilities = {row["system"]: row["ability"] for row in report["systems"]}
-    known = system_a.name in abilities and system_b.name in abilities
-    gap = abilities[system_a.name] - abilities[system_b.name] if known else 0.0
+    abilities = {row.get("system_id"): row["ability"] for row in report["systems"]}  # by id: names may repeat
+    known = system_a.id in abilities and system_b.id in abilities
+    gap = abilities[system_a.id] - abilities[system_b.id] if known else 0.0
     fitted = {row["prompt"]: row["discrimination"] for row in report["prompts"]}
     discrimination = np.array([fitted.get(pid, PRIOR_DISCRIMINATION) for pid in dataset.prompt_ids])
     tau = report["tau"] or 0.0

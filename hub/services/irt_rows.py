@@ -32,7 +32,9 @@ FIELDS: dict[str, tuple[str, ...]] = {
     ),
     "irt_pairs": (
         *COMMON,
+        "system_a_id",
         "system_a",
+        "system_b_id",
         "system_b",
         "difference",
         "interval_low",
@@ -64,7 +66,17 @@ def _system(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _pair(row: dict[str, Any]) -> dict[str, Any]:
-    kept = ("system_a", "system_b", "difference", "se", "p_value", "p_adjusted", "significant")
+    kept = (
+        "system_a_id",
+        "system_a",
+        "system_b_id",
+        "system_b",
+        "difference",
+        "se",
+        "p_value",
+        "p_adjusted",
+        "significant",
+    )
     return {**{k: row[k] for k in kept}, "interval_low": row["interval"][0], "interval_high": row["interval"][1]}
 
 

@@ -1,8 +1,10 @@
 """Published IRT fits as view-models: a dataset's abilities and significant differences, prompt discriminations,
 the IRT cells of a leaderboard and the significant results of a system profile.
 
-A stored fit names the systems it saw. Only systems public on the dataset now are shown (one withdrawn since the
-fit was made is left out, with its pairs), so a fit never publishes more than the ratings download does.
+A stored fit identifies the systems it saw by id (names are labels: two systems may share one). Only systems public
+on the dataset now are shown (one withdrawn since the fit was made is left out, with its pairs), so a fit never
+publishes more than the ratings download does. A fit stored before systems were identified by id is not shown; the
+refit job replaces it (its digest includes the report version).
 """
 
 from __future__ import annotations
@@ -21,17 +23,17 @@ from hub.services.irt_fits import MIN_JUDGEMENTS, latest_fit
 IRT_SORT_KEY = "irt"  # the leaderboard column of IRT abilities
 
 
-def public_systems(session: Session, dataset_name: str) -> dict[str, System]:
-    """Name -> system, for every system of a public experiment on the dataset (the systems a fit may show)."""
+def public_systems(session: Session, dataset_name: str) -> dict[int, System]:
+    """Id -> system, for every system of a public experiment on the dataset (the systems a fit may show)."""
     query = select(Experiment).where(Experiment.dataset_name == dataset_name).order_by(col(Experiment.id))
-    found: dict[str, System] = {}
+    found: dict[int, System] = {}
     for experiment in session.exec(query):
         if not experiment_is_public(session, experiment):
             continue
         for system_id in (experiment.system_a_id, experiment.system_b_id):
             system = session.get(System, system_id)
-            if system is not None:
-                found[system.name] = system
+            if system is not None and system.id is not None:
+                found[system.id] = system
     return found
 
 
@@ -43,11 +45,12 @@ def _system_row(row: dict[str, Any], system: System) -> dict[str, Any]:
     return {**row, "system_id": system.id, "is_baseline": system.is_baseline, "url": f"/systems/{system.id}"}
 
 
-def _better(pair: dict[str, Any]) -> str | None:
-    """The name of the significantly better system of a pair, or None when the two are not separable."""
+def _better(pair: dict[str, Any]) -> dict[str, Any]:
+    """The significantly better system of a pair (`better`: its name, `better_id`), both None when not separable."""
     if not pair["significant"] or pair["difference"] is None:
-        return None
-    return pair["system_a"] if pair["difference"] > 0 else pair["system_b"]
+        return {"better": None, "better_id": None}
+    side = "system_a" if pair["difference"] > 0 else "system_b"
+    return {"better": pair[side], "better_id": pair[f"{side}_id"]}
 
 
 def _band(rank: int, of: int) -> str:
@@ -63,8 +66,10 @@ def published_fit(session: Session, dataset_name: str) -> dict[str, Any] | None:
     if fit is None or not fit.report:  # none yet, or superseded because too few public judgements are left
         return None
     report, shown = fit.report, public_systems(session, dataset_name)
-    systems = [_system_row(row, shown[row["system"]]) for row in report["systems"] if row["system"] in shown]
-    pairs = [{**p, "better": _better(p)} for p in report["pairs"] if p["system_a"] in shown and p["system_b"] in shown]
+    if "anchor_id" not in report:  # stored before systems were identified by id: waits for its refit
+        return None
+    systems = [_system_row(row, shown[row["system_id"]]) for row in report["systems"] if row["system_id"] in shown]
+    pairs = [{**p, **_better(p)} for p in report["pairs"] if p["system_a_id"] in shown and p["system_b_id"] in shown]
     return {
         "fit_id": fit.id,
         "dataset": dataset_name,
@@ -72,6 +77,7 @@ def published_fit(session: Session, dataset_name: str) -> dict[str, Any] | None:
         "signature": report["signature"],
         "signature_text": report["signature_text"],
         "anchor": report["anchor"],
+        "anchor_id": report["anchor_id"],
         "tau": report["tau"],
         "tie_rate": report["tie_rate"],
         "human_tie_rate": report["human_tie_rate"],
@@ -108,15 +114,16 @@ def leaderboard_cells(session: Session, dataset_name: str) -> tuple[dict[str, An
         "label": "IRT ability",
         "signature": fit["signature_text"],
         "anchor": fit["anchor"],
+        "anchor_id": fit["anchor_id"],
         "url": fit["url"],
         "higher_is_better": True,
     }
     return header, {row["system_id"]: row for row in fit["systems"]}
 
 
-def _verdict(pair: dict[str, Any], name: str) -> dict[str, Any]:
-    """A pair from `name`'s side: the difference (its ability minus the other's) and whether it is significant."""
-    flip = pair["system_b"] == name
+def _verdict(pair: dict[str, Any], system_id: int) -> dict[str, Any]:
+    """A pair from one system's side: the difference (its ability minus the other's) and whether it is significant."""
+    flip = pair["system_b_id"] == system_id
     low, high = pair["interval"]
     difference = pair["difference"]
     if flip:
@@ -143,12 +150,12 @@ def system_irt(session: Session, system: System) -> list[dict[str, Any]]:
         mine = next((row for row in fit["systems"] if row["system_id"] == system.id), None) if fit else None
         if fit is None or mine is None:
             continue
-        others = {row["system"]: row for row in fit["systems"] if row["system_id"] != system.id}
+        others = {row["system_id"]: row for row in fit["systems"] if row["system_id"] != system.id}
         comparisons = [
-            {"other": others[other], **_verdict(pair, system.name)}
+            {"other": others[other], **_verdict(pair, system.id)}
             for pair in fit["pairs"]
-            if system.name in (pair["system_a"], pair["system_b"])
-            and (other := pair["system_b"] if pair["system_a"] == system.name else pair["system_a"]) in others
+            if system.id in (pair["system_a_id"], pair["system_b_id"])
+            and (other := pair["system_b_id"] if pair["system_a_id"] == system.id else pair["system_a_id"]) in others
         ]
         comparisons.sort(key=lambda c: (not c["other"]["is_baseline"], c["other"]["rank"]))
         results.append(
@@ -244,6 +251,7 @@ def statistics_index(session: Session) -> list[dict[str, Any]]:
                 "n_judgements": fit["n_judgements"],
                 "systems": len(fit["systems"]),
                 "top_system": fit["systems"][0]["system"],
+                "top_system_id": fit["systems"][0]["system_id"],
                 "fitted_at": fit["fitted_at"],
             }
         )
