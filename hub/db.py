@@ -11,10 +11,10 @@ from sqlmodel import Session, create_engine
 from hub.settings import get_settings
 
 
-def make_engine(url: str, *, pool_size: int = 10, max_overflow: int = 10) -> Engine:
+def make_engine(url: str, *, pool_size: int = 10, max_overflow: int = 10, pool_timeout: float = 30.0) -> Engine:
     if url.startswith("sqlite"):
         in_memory = url in ("sqlite://", "sqlite:///:memory:")  # one shared connection: no pool to size
-        pool = {} if in_memory else {"pool_size": pool_size, "max_overflow": max_overflow}
+        pool = {} if in_memory else {"pool_size": pool_size, "max_overflow": max_overflow, "pool_timeout": pool_timeout}
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, **pool)
 
         @event.listens_for(engine, "connect")
@@ -25,7 +25,9 @@ def make_engine(url: str, *, pool_size: int = 10, max_overflow: int = 10) -> Eng
             cursor.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=pool_size, max_overflow=max_overflow)
+    return create_engine(
+        url, pool_pre_ping=True, pool_size=pool_size, max_overflow=max_overflow, pool_timeout=pool_timeout
+    )
 
 
 @lru_cache
@@ -34,7 +36,10 @@ def get_engine() -> Engine:
     if settings.resolved_database_url.startswith("sqlite:///"):
         settings.data_dir.mkdir(parents=True, exist_ok=True)
     return make_engine(
-        settings.resolved_database_url, pool_size=settings.db_pool_size, max_overflow=settings.db_max_overflow
+        settings.resolved_database_url,
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_max_overflow,
+        pool_timeout=settings.db_pool_timeout,
     )
 
 

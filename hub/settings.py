@@ -25,6 +25,8 @@ class HubSettings(BaseSettings):
     # many processes share one PostgreSQL.
     db_pool_size: int = Field(default=10, ge=1, description="Connections kept open per process (PostgreSQL).")
     db_max_overflow: int = Field(default=10, ge=0, description="Extra connections per process under load.")
+    # A request that cannot get a connection this fast answers 503 with Retry-After instead of queueing for 30 s.
+    db_pool_timeout: float = Field(default=2.0, gt=0, le=60, description="Seconds to wait for a pooled connection.")
     storage_url: str = Field(default="", description="file:///path or s3://bucket/prefix; default: data_dir/files.")
     s3_endpoint_url: str | None = Field(default=None, description="S3-compatible endpoint (e.g. a local server).")
     queue_url: str = Field(default="", description="redis://host:port/db, or empty for a SQLite queue in data_dir.")

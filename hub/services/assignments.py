@@ -140,8 +140,16 @@ def claim_task(
     if task is not None:
         return _assign(session, task.id, new)
     tried: set[int] = set()
-    # Racing raters may fill every task of a round first: read the next free ones until none is left.
     released = experiment.released_tasks  # adaptive experiments open their tasks in rounds
+    # First a free task no other claim holds right now (SKIP LOCKED on PostgreSQL), locked until this claim commits:
+    # racing raters spread over the tasks instead of queueing on one task row behind a claim whose thread is slow.
+    while (task_id := _unlocked_free_task(session, new, tried, released)) is not None:
+        tried.add(task_id)
+        assignment = _assign(session, task_id, new)
+        if assignment is not None:
+            return assignment
+    # Then the tasks other claims hold, waiting for them: racing raters may fill every task of a round first, so
+    # read the next free ones until none is left.
     while candidates := _free_tasks(session, new.experiment_id, new.rater_id, tried, released):
         for task_id in candidates:
             tried.add(task_id)
@@ -151,23 +159,36 @@ def claim_task(
     return None
 
 
-def _free_tasks(
-    session: Session, experiment_id: int, rater_id: int, tried: set[int], released: int | None
-) -> list[int]:
-    """Up to CANDIDATES released tasks with a free slot that the rater has not done and this claim has not tried yet
-    (`released`: only tasks with a lower index; None: all)."""
+def _free_tasks_query(experiment_id: int, rater_id: int, tried: set[int], released: int | None):
+    """Released tasks with a free slot that the rater has not done and this claim has not tried yet (`released`: only
+    tasks with a lower index; None: all), started ones first."""
     done = select(Assignment.task_id).where(Assignment.rater_id == rater_id, Assignment.experiment_id == experiment_id)
     query = (
         select(Task.id)
         .where(Task.experiment_id == experiment_id, col(Task.claimed) < col(Task.slots), col(Task.id).not_in(done))
         .order_by(col(Task.claimed).desc(), col(Task.index))  # finish started tasks first
-        .limit(CANDIDATES)
     )
     if tried:
         query = query.where(col(Task.id).not_in(tried))
     if released is not None:
         query = query.where(col(Task.index) < released)
-    return list(session.exec(query))
+    return query
+
+
+def _free_tasks(
+    session: Session, experiment_id: int, rater_id: int, tried: set[int], released: int | None
+) -> list[int]:
+    """Up to CANDIDATES free tasks (see _free_tasks_query), locked or not."""
+    return list(session.exec(_free_tasks_query(experiment_id, rater_id, tried, released).limit(CANDIDATES)))
+
+
+def _unlocked_free_task(session: Session, new: NewAssignment, tried: set[int], released: int | None) -> int | None:
+    """The first free task that no other transaction has locked, now locked by this one (SQLite: the first free)."""
+    query = _free_tasks_query(new.experiment_id, new.rater_id, tried, released)
+    task_id = session.exec(query.limit(1).with_for_update(skip_locked=True, of=Task)).first()
+    if task_id is None:
+        session.rollback()  # end the read: the waiting search comes next, in its own transactions
+    return task_id
 
 
 def _assign(session: Session, task_id: int, new: NewAssignment) -> Assignment | None:

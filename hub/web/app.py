@@ -15,6 +15,7 @@ from starlette.middleware.sessions import SessionMiddleware
 from hub.errors import HubError, ServiceUnavailable
 from hub.migrate import upgrade
 from hub.settings import get_settings
+from hub.storage import get_storage
 from hub.web.csrf import ApiCsrfMiddleware
 from hub.web.deps import session_viewer
 from hub.web.routes import (
@@ -32,6 +33,7 @@ from hub.web.routes import (
     pages_rating,
 )
 from hub.web.templating import STATIC, render, wants_html
+from hub.web.threads import limit_request_threads
 
 log = logging.getLogger(__name__)
 RETRY_AFTER_SECONDS = 2
@@ -62,6 +64,8 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         upgrade()
+        limit_request_threads(get_settings())
+        get_storage()  # opened now: a local folder is cleared of temporary files a killed process left
         consumer = None
         if embedded_worker:
             from hub.jobs import start_embedded_consumer
