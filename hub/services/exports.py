@@ -48,6 +48,7 @@ import csv
 import io
 import json
 import logging
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -101,6 +102,8 @@ FIELDS: dict[str, tuple[str, ...]] = {
 }
 MEDIA_TYPES = {"jsonl": "application/x-ndjson; charset=utf-8", "csv": "text/csv; charset=utf-8"}
 BATCH = 500  # rows fetched from the database and written to the client at a time
+SPOOL_MEMORY_BYTES = 1024 * 1024  # a spooled download beyond this moves from memory to an unlinked temporary file
+READ_BYTES = 64 * 1024  # a spooled download is sent in pieces of this size
 
 Row = dict[str, Any]
 
@@ -277,11 +280,54 @@ def _rows(engine: Engine, storage: Storage, kind: str) -> Iterator[Row]:
         yield from ROWS[kind](session, storage)
 
 
-def open_export(engine: Engine, storage: Storage, filename: str) -> Export:
-    """`KIND.FORMAT`, produced lazily: nothing is read until the response starts streaming."""
+@dataclass(frozen=True)
+class SpooledExport:
+    """A download written whole, with the database session already closed: sending it to a slow or stalled client
+    holds a file, never a database connection."""
+
+    filename: str
+    media_type: str
+    headers: dict[str, str]
+    file: tempfile.SpooledTemporaryFile
+    size: int
+
+    def pieces(self) -> Iterator[bytes]:
+        """The file from the start, then closed (also when the client goes away and the iterator is dropped)."""
+        try:
+            self.file.seek(0)
+            while piece := self.file.read(READ_BYTES):
+                yield piece
+        finally:
+            self.file.close()
+
+
+def spool_export(engine: Engine, storage: Storage, filename: str) -> SpooledExport:
+    """Build a download into a temporary file (memory bounded by SPOOL_MEMORY_BYTES plus one batch) while holding a
+    session, close the session, and hand back the file to send."""
+    export = open_export(engine, storage, filename)
+    spooled = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY_BYTES, mode="w+b")  # noqa: SIM115 (pieces() closes it)
+    size = 0
+    try:
+        for chunk in export.chunks:
+            size += spooled.write(chunk.encode("utf-8"))
+    except BaseException:
+        spooled.close()
+        raise
+    return SpooledExport(export.filename, export.media_type, export.headers, spooled, size)
+
+
+def parse_filename(filename: str) -> tuple[str, str]:
+    """`KIND.FORMAT` -> (kind, format), or 404 naming the downloads there are."""
     kind, _, fmt = filename.partition(".")
     if kind not in FIELDS or fmt not in MEDIA_TYPES:
         raise NotFound(f"no download {filename!r}; choose one of {', '.join(FIELDS)} as .jsonl or .csv")
+    return kind, fmt
+
+
+def open_export(engine: Engine, storage: Storage, filename: str) -> Export:
+    """`KIND.FORMAT`, produced lazily with its own session, open until the last row is read (for writers that
+    never wait on a client: `chateval export`, spool_export)."""
+    kind, fmt = parse_filename(filename)
     rows = _rows(engine, storage, kind)
     chunks = _jsonl(kind, rows) if fmt == "jsonl" else _csv(kind, rows)
     return Export(filename=f"chateval-{kind}.{fmt}", media_type=MEDIA_TYPES[fmt], chunks=chunks)

@@ -12,9 +12,11 @@ from hub.errors import Unauthorized
 from hub.models import User
 from hub.services.accounts import user_for_token
 
-SessionDep = Annotated[Session, Depends(get_session)]
 DatabaseId = Annotated[int, Path(ge=1, le=2**63 - 1, description="Row id")]
 """A path id the database can hold: larger numbers are refused with 422 instead of crashing the query."""
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
+"""The request's session, closed when the route returns and before the answer is sent: a slow or stalled client never
+holds a database connection (the default, request scope, would keep it open until the last byte is sent)."""
 
 
 def _bearer_token(request: Request) -> str | None:

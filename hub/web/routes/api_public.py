@@ -5,8 +5,12 @@ Every route works with and without a token; what a viewer may not see answers 40
 
 from __future__ import annotations
 
+import asyncio
+from functools import partial
 from typing import Any
+from weakref import WeakKeyDictionary
 
+import anyio
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 
@@ -18,6 +22,18 @@ from hub.web.deps import DatabaseId, SessionDep, ViewerDep
 
 router = APIRouter(prefix="/api", tags=["public"])
 MAX_COMPARED_SYSTEMS = 20
+# Downloads built at once per process; the others wait for a turn without a thread or a database connection, so a
+# crowd of downloads leaves the pool to the pages.
+CONCURRENT_EXPORT_BUILDS = 2
+_export_builds: WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = WeakKeyDictionary()
+
+
+def _export_limiter() -> anyio.CapacityLimiter:
+    """The running event loop's limiter (a limiter belongs to one loop; tests start many)."""
+    loop = asyncio.get_running_loop()
+    if loop not in _export_builds:
+        _export_builds[loop] = anyio.CapacityLimiter(CONCURRENT_EXPORT_BUILDS)
+    return _export_builds[loop]
 
 
 def _system_ids(raw: str | None) -> list[int]:
@@ -89,7 +105,11 @@ def compare(
 
 
 @router.get("/downloads/{filename}")
-def download(filename: str) -> StreamingResponse:
-    """`systems|submissions|scores|responses` `.jsonl|.csv`: all public data, the same for every caller."""
-    export = exports.open_export(get_engine(), get_storage(), filename)
-    return StreamingResponse(export.chunks, media_type=export.media_type, headers=export.headers)
+async def download(filename: str) -> StreamingResponse:
+    """`systems|submissions|scores|responses|ratings|irt_*` `.jsonl|.csv`: all public data, the same for every
+    caller. The file is built whole first and then sent, so a slow client never holds a database connection."""
+    exports.parse_filename(filename)  # an unknown name is a 404 before anything waits
+    build = partial(exports.spool_export, get_engine(), get_storage(), filename)
+    export = await anyio.to_thread.run_sync(build, limiter=_export_limiter())
+    headers = {**export.headers, "Content-Length": str(export.size)}
+    return StreamingResponse(export.pieces(), media_type=export.media_type, headers=headers)
