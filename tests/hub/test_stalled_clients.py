@@ -8,6 +8,7 @@ sent, so about 20 such clients took every pooled connection and the next page wa
 
 from __future__ import annotations
 
+import socket
 import time
 import urllib.request
 
@@ -16,7 +17,7 @@ from sqlmodel import Session
 
 from hub import db, jobs, settings, storage
 from hub.migrate import upgrade
-from hub.services.accounts import create_user
+from hub.services.accounts import create_token, create_user
 from tests.hub.conftest import DATASET, submitted_system
 from tests.hub.live_server import live_hub, stalled_readers, wait_until_answering
 
@@ -95,3 +96,40 @@ def test_stalled_readers_hold_no_database_connection(system_ids, path):
         finally:
             for reader in readers:
                 reader.close()
+
+
+def _stalled_uploads(host: str, port: int, token: str, count: int) -> list[socket.socket]:
+    """`count` clients that start a 10 MB submission upload (headers and the first bytes) and then send nothing."""
+    boundary = "stalledboundary"
+    head = (
+        f"POST /api/submissions HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
+        f"Content-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {10 * 1024 * 1024}\r\n\r\n"
+        f'--{boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\nslow bot\r\n'
+    ).encode()
+    uploads = []
+    for _ in range(count):
+        sock = socket.create_connection((host, port))
+        sock.sendall(head)
+        uploads.append(sock)
+    return uploads
+
+
+def test_stalled_uploads_hold_no_database_connection(database):
+    """An upload is a client the route waits on too: the token is checked (a query) before the body is read, so
+    the connection must go back to the pool before the route waits for the file."""
+    with Session(db.get_engine()) as session:
+        owner = create_user(session, email="owner@example.org", password="correct horse battery", display_name="o")
+        token = create_token(session, owner, name="cli")[1]
+    with live_hub() as (host, port):
+        uploads = _stalled_uploads(host, port, token, STALLED)
+        try:
+            time.sleep(1.0)  # let the server take every request as far as it goes: waiting for the body
+            _settle(timeout=15)
+            try:
+                seconds = _overview_seconds(host, port)
+            except OSError as exc:
+                pytest.fail(f"/api/overview did not answer with {STALLED} uploads stalled: {exc}")
+            assert seconds < 1.0, f"/api/overview took {seconds:.1f} s with {STALLED} stalled uploads"
+        finally:
+            for upload in uploads:
+                upload.close()
