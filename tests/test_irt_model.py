@@ -229,7 +229,8 @@ def test_tiers_start_when_the_top_differs_significantly():
 
 def test_rank_intervals_from_draws():
     draws = np.array([[0.0, 1.0, 2.0], [0.0, 3.0, 2.0], [0.0, 1.0, -1.0], [0.0, 2.5, 2.6]])
-    boot = BootstrapResult(abilities=draws, tau=np.ones(4), seed=0, seconds=0.0, converged=4)
+    estimate = np.array([0.0, 1.5, 1.0])
+    boot = BootstrapResult(abilities=draws, tau=np.ones(4), seed=0, seconds=0.0, converged=4, estimate=estimate)
     assert boot.ranks().tolist() == [[3, 2, 1], [3, 1, 2], [2, 1, 3], [3, 2, 1]]
     assert boot.rank_intervals(0.5).tolist() == [[2, 3], [1, 2], [1, 3]]
     assert boot.difference_intervals(0.5).shape == (3, 3, 2)

@@ -1,4 +1,11 @@
-"""Prompt-level (cluster) bootstrap of an IRT fit: percentile intervals for abilities, differences and ranks."""
+"""Prompt-level (cluster) bootstrap of an IRT fit: intervals for abilities, differences and ranks.
+
+Ability and difference intervals are bias-corrected normal intervals: centred on 2 * estimate - mean(draws) (the
+bootstrap's estimate of the MAP's bias removed once, not added as a percentile interval does), half-width z times
+the draws' standard deviation. Percentile intervals of the same draws under-covered: on data simulated with known
+truth, 95% percentile intervals of pairwise differences covered 91-94% (the issue's report: 87%), the
+bias-corrected normal ones 95-97%, about 4% wider (scripts/bench_irt_coverage.py measures both).
+"""
 
 from __future__ import annotations
 
@@ -7,18 +14,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import norm
 
 from evaluation.irt.model import Cells, IrtFit, Problem, single_threaded_blas
 from evaluation.irt.newton import newton_refit
 
 RESAMPLING = ("prompts+judgements", "prompts")
+INTERVALS = ("bias-corrected normal", "percentile")
+INTERVAL = INTERVALS[0]
 Progress = Callable[[float], None]
 """Called with the fraction of bootstrap replicates done, in [0, 1]."""
 
 
 @dataclass(frozen=True)
 class BootstrapResult:
-    """Refits on prompts resampled with replacement. abilities (n_bootstrap, n_systems), anchor column = 0."""
+    """Refits on prompts resampled with replacement. abilities (n_bootstrap, n_systems), anchor column = 0;
+    estimate (n_systems,) the point fit's abilities the draws scatter around (needed by bias-corrected intervals)."""
 
     abilities: np.ndarray
     tau: np.ndarray  # (n_bootstrap,)
@@ -26,22 +37,24 @@ class BootstrapResult:
     seconds: float
     converged: int  # replicates whose optimiser reported convergence
     resample: str = RESAMPLING[0]
+    estimate: np.ndarray | None = None
 
     @property
     def n_bootstrap(self) -> int:
         return len(self.tau)
 
-    def ability_intervals(self, level: float = 0.95) -> np.ndarray:
-        """(n_systems, 2) percentile interval of each ability (relative to the anchor)."""
-        return _percentiles(self.abilities, level)
+    def ability_intervals(self, level: float = 0.95, method: str = INTERVAL) -> np.ndarray:
+        """(n_systems, 2) interval of each ability (relative to the anchor)."""
+        return bootstrap_interval(self.estimate, self.abilities, level, method)
 
     def differences(self) -> np.ndarray:
         """(n_bootstrap, n_systems, n_systems): ability of row system minus column system, per replicate."""
         return self.abilities[:, :, None] - self.abilities[:, None, :]
 
-    def difference_intervals(self, level: float = 0.95) -> np.ndarray:
-        """(n_systems, n_systems, 2) percentile interval of every pairwise difference (row minus column)."""
-        return _percentiles(self.differences(), level)
+    def difference_intervals(self, level: float = 0.95, method: str = INTERVAL) -> np.ndarray:
+        """(n_systems, n_systems, 2) interval of every pairwise difference (row minus column)."""
+        estimate = None if self.estimate is None else self.estimate[:, None] - self.estimate[None, :]
+        return bootstrap_interval(estimate, self.differences(), level, method)
 
     def ranks(self) -> np.ndarray:
         """(n_bootstrap, n_systems) rank of each system per replicate, 1 = highest ability."""
@@ -63,6 +76,23 @@ def _percentiles(samples: np.ndarray, level: float) -> np.ndarray:
     """Percentile interval along axis 0, stacked on a new last axis."""
     tail = (1.0 - level) / 2.0
     return np.moveaxis(np.quantile(samples, [tail, 1.0 - tail], axis=0), 0, -1)
+
+
+def bootstrap_interval(
+    estimate: np.ndarray | None, draws: np.ndarray, level: float = 0.95, method: str = INTERVAL
+) -> np.ndarray:
+    """Interval of each column of `draws` (n_bootstrap, ...) around the point `estimate` (...), stacked on a new
+    last axis. "bias-corrected normal": 2 estimate - mean(draws) +- z sd(draws); "percentile": the draws' quantiles
+    (estimate unused)."""
+    if method == "percentile":
+        return _percentiles(draws, level)
+    if method != "bias-corrected normal":
+        raise ValueError(f"unknown interval {method!r}; expected one of {', '.join(INTERVALS)}")
+    if estimate is None:
+        raise ValueError("a bias-corrected interval needs the point estimate")
+    centre = 2 * np.asarray(estimate, dtype=float) - draws.mean(axis=0)
+    half = norm.ppf(0.5 + level / 2) * draws.std(axis=0, ddof=1 if len(draws) > 1 else 0)
+    return np.stack([centre - half, centre + half], axis=-1)
 
 
 def prompt_weights(rng: np.random.Generator, n_prompts: int) -> np.ndarray:
@@ -123,4 +153,5 @@ def bootstrap_fit(
             converged += ok
             if progress is not None:
                 progress((replicate + 1) / n_bootstrap)
-    return BootstrapResult(abilities, tau, seed, time.perf_counter() - started, converged, resample)
+    seconds = time.perf_counter() - started
+    return BootstrapResult(abilities, tau, seed, seconds, converged, resample, estimate=fit.abilities.copy())

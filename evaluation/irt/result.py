@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.irt.bootstrap import BootstrapResult, Progress, bootstrap_fit
+from evaluation.irt.bootstrap import INTERVAL, BootstrapResult, Progress, bootstrap_fit
 from evaluation.irt.model import IrtFit, fit_pairwise_irt
 from evaluation.irt.significance import (
     CORRECTIONS,
@@ -88,6 +88,7 @@ class IrtReport:
             "bootstrap_resampling": self.bootstrap.resample,
             "bootstrap_seed": self.bootstrap.seed,
             "interval_level": self.level,
+            "interval_method": INTERVAL,
             "pair_test": PAIR_TEST,
             "correction": self.correction,
             "planned_family": "pairs judged directly in an experiment",

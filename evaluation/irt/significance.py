@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binomtest, norm
 
-from evaluation.irt.bootstrap import BootstrapResult
+from evaluation.irt.bootstrap import BootstrapResult, bootstrap_interval
 from evaluation.irt.model import IrtFit
 from evaluation.judgements import Judgements
 from evaluation.pairwise_results import PairwiseSummary, summarize
@@ -71,7 +71,8 @@ def normal_p_values(estimates: np.ndarray, se: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class PairComparison:
-    """system_a has the higher point ability; difference = ability(a) - ability(b) with its bootstrap interval."""
+    """system_a has the higher point ability; difference = ability(a) - ability(b) with its bootstrap interval
+    (bias-corrected normal, `bootstrap.INTERVAL`)."""
 
     system_a: str
     system_b: str
@@ -112,8 +113,7 @@ def compare_pairs(
     adjusted_planned = np.full(len(a), np.nan)
     if is_planned.any():
         adjusted_planned[is_planned] = adjust(p_values[is_planned], correction)
-    tail = (1 - level) / 2
-    low, high = np.quantile(draws, [tail, 1 - tail], axis=0)
+    low, high = bootstrap_interval(estimates, draws, level).T
     return [
         PairComparison(
             system_a=fit.systems[a[i]],
