@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from evaluation import csv_cells
 from evaluation.errors import InvalidInputError
 from evaluation.responses import parse_jsonl_records
 from evaluation.textfile import decode_lines, read_bytes
@@ -410,7 +411,10 @@ def read_ratings(path: str | Path, *, qualify_prompts: bool | None = None) -> Ju
     if is_jsonl:
         rows: Iterable[tuple[int, dict]] = _jsonl_records(lines, name=str(path))
     else:
-        rows = _csv_rows(text, name=str(path), required=REQUIRED_FIELDS)
+        rows = (  # the hub quotes text cells that start like formulas (evaluation/csv_cells.py): unquote them
+            (number, {key: csv_cells.restore(cell) for key, cell in record.items()})
+            for number, record in _csv_rows(text, name=str(path), required=REQUIRED_FIELDS)
+        )
     for number, record in rows:
         builder.add(record, name=str(path), line=number)
     judgements = builder.build(qualify_prompts=qualify_prompts)

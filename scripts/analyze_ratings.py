@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluation.agreement import AgreementFigures, AgreementSummary, agreement
+from evaluation.csv_cells import restore
 from evaluation.errors import EvaluationError, InvalidInputError, NotFoundError
 from evaluation.pairwise_results import OUTCOMES, PairwiseSummary, summarize
 from evaluation.rater_quality import KINDS, RaterQuality, RatingRow, screen
@@ -90,7 +91,8 @@ def _read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             raise InvalidInputError(f"missing column(s): {', '.join(missing)}", path=path, line=1)
         for record in reader:
             number = reader.line_num
-            fields: dict[str, Any] = {k: (v if v != "" else None) for k, v in record.items() if k is not None}
+            # The hub quotes text cells that start like formulas (evaluation/csv_cells.py): unquoted here.
+            fields: dict[str, Any] = {k: (restore(v) if v != "" else None) for k, v in record.items() if k is not None}
             for name in BOOLEAN_FIELDS:
                 if name in record:
                     fields[name] = _parse_bool(record[name], path, number, name)

@@ -10,7 +10,11 @@ Schema version 1 (sent as the `X-Schema-Version: 1` header of every download):
   exactly those fields. Lists and objects stay JSON values.
 - CSV (RFC 4180, UTF-8, written by the csv module): a header row with the field names, then one row per record.
   Empty cell = null; booleans are `true`/`false`; list and object fields (`baseline_ids`, `per_prompt`,
-  `details`) are JSON strings. Numbers not finite (NaN, infinity) are written as null.
+  `details`) are JSON strings. Numbers not finite (NaN, infinity) are written as null. A text cell that starts with
+  `=`, `+`, `-`, `@`, a tab, a carriage return or a single quote gets one extra leading single quote, so that a
+  spreadsheet shows it as text and never runs it as a formula; drop one leading quote to get the value back
+  (evaluation/csv_cells.py; `chateval irt fit` and scripts/analyze_ratings.py do). Numbers are never quoted, and
+  JSONL holds every value as it is.
 
 Fields per kind (timestamps are ISO 8601):
 
@@ -56,6 +60,7 @@ from typing import Any
 from sqlalchemy import Engine, or_
 from sqlmodel import Session, col, select
 
+from evaluation import csv_cells
 from evaluation.dataset import Dataset
 from hub.errors import HubError, NotFound
 from hub.models import Score, Submission, System
@@ -247,6 +252,8 @@ def _csv_value(value: Any) -> Any:
         return "true" if value else "false"
     if isinstance(value, list | dict):
         return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str):
+        return csv_cells.neutralise(value)  # a text cell never runs as a spreadsheet formula
     return value
 
 
