@@ -29,7 +29,9 @@ from hub.models import (
     System,
     Task,
 )
+from hub.services.public_names import public_namesake, refuse_public_clash
 from hub.services.raters import public_hash
+from hub.system_names import RefusedText, check_name
 
 COLUMNS = ("run", "evalset", "model_1", "model_2", "prompt", "worker", "hit", "vote", "assign_secs")
 OUTCOMES = {"0": "A", "1": "B", "-1": "tie"}
@@ -83,7 +85,15 @@ def read_votes(path: Path) -> dict[str, Run]:
 
 
 def _system(session: Session, name: str) -> System:
-    system = session.exec(select(System).where(System.name == name, System.owner_id == None)).first()  # noqa: E711
+    """The hub's own public system of that name (imported before, or a baseline), else a new public one; a name
+    that a researcher's public system holds (or one that looks like it) is refused with 409."""
+    try:
+        name = check_name(name)
+    except RefusedText as exc:
+        raise UnprocessableInput(f"model name {name!r}: {exc}", field="votes") from exc
+    system = public_namesake(session, name)
+    if system is not None and system.owner_id is not None:
+        refuse_public_clash(session, name)
     if system is None:
         system = System(name=name, description=DESCRIPTION, is_public=True)
         session.add(system)

@@ -15,8 +15,10 @@ from evaluation.responses import detect_format, parse_responses
 from hub.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, UnprocessableInput
 from hub.models import Submission, SubmissionStatus, System, User
 from hub.services.datasets import installed_dataset
+from hub.services.public_names import refuse_public_clash
 from hub.settings import get_settings
 from hub.storage import Storage
+from hub.system_names import MAX_DESCRIPTION_CHARS, MAX_URL_CHARS, RefusedText, check_name, check_text
 
 # A submission in one of these states no longer blocks submitting the same file again.
 FINISHED_UNSUCCESSFULLY = {SubmissionStatus.rejected, SubmissionStatus.failed}
@@ -40,22 +42,30 @@ class SystemForm:
 
 
 def _check_url(name: str, value: str | None) -> str | None:
-    if not value:
+    if not value or not value.strip():
         return None
-    parsed = urllib.parse.urlparse(value.strip())
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise BadRequest(f"{name} must be an http:// or https:// address", field=name)
-    return value.strip()
+    value = value.strip()
+    if len(value) > MAX_URL_CHARS:
+        raise UnprocessableInput(f"{name} must be at most {MAX_URL_CHARS:,} characters", field=name)
+    parsed = urllib.parse.urlparse(value)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc or any(c.isspace() or c < " " for c in value):
+        raise UnprocessableInput(f"{name} must be an http:// or https:// address", field=name)
+    return value
 
 
 def _check_form(session: Session, form: SystemForm) -> None:
-    form.name = form.name.strip()
-    if not form.name or len(form.name) > 120:
-        raise BadRequest("system name must be 1 to 120 characters", field="name")
-    if len(form.description) > 10_000:
-        raise BadRequest("description must be at most 10,000 characters", field="description")
+    try:
+        form.name = check_name(form.name)
+    except RefusedText as exc:
+        raise UnprocessableInput(str(exc), field="name") from exc
+    try:
+        check_text(form.description, label="description", max_chars=MAX_DESCRIPTION_CHARS)
+    except RefusedText as exc:
+        raise UnprocessableInput(str(exc), field="description") from exc
     for name in ("paper_url", "code_url", "weights_url"):
         setattr(form, name, _check_url(name, getattr(form, name)))
+    if form.is_public:
+        refuse_public_clash(session, form.name)
     for baseline_id in form.baseline_ids:
         system = session.get(System, baseline_id)
         if system is None or not system.is_baseline:
@@ -122,7 +132,12 @@ def create_submissions(
         is_public=form.is_public,
     )
     session.add(system)
-    session.flush()
+    try:
+        session.flush()
+    except IntegrityError:  # a public system with a look-alike name was created meanwhile (ix_system_public_name_key)
+        session.rollback()
+        refuse_public_clash(session, form.name)
+        raise
     submissions = []
     for dataset, _, fmt, _ in checked:
         responses_sha256, loglik_sha256 = stored[dataset.name]

@@ -83,7 +83,7 @@ def test_oversize_file_is_refused(session, owner, good_file, monkeypatch):
 
 @pytest.mark.parametrize("url", ["javascript:alert(1)", "ftp://example.org/x", "example.org", "http://"])
 def test_url_fields_must_be_http(session, owner, good_file, url):
-    with pytest.raises(BadRequest, match="must be an http:// or https:// address") as refused:
+    with pytest.raises(UnprocessableInput, match="must be an http:// or https:// address") as refused:
         submit(session, owner, good_file, code_url=url)
     assert refused.value.field == "code_url"
 

@@ -33,7 +33,9 @@ def _draw(rng: np.random.Generator, gap: float, tau: float = 0.5) -> str:
     return str(rng.choice(["A", "B", "tie"], p=[p_a, p_b, 1 - p_a - p_b]))
 
 
-def _rate(session: Session, experiment, gap: float, rng, prefix: str) -> int:
+def _rate(session: Session, admin: User, experiment, gap: float, rng, prefix: str) -> int:
+    """Every task judged by RATERS raters; an admin then reviews them (counted: the screening may flag raters
+    who answer in no time, and a flagged rater's judgements wait for that decision)."""
     judged = 0
     for r in range(RATERS):
         rater = raters.rater_for(session, "hub", f"{prefix}-{r}")
@@ -44,6 +46,7 @@ def _rate(session: Session, experiment, gap: float, rng, prefix: str) -> int:
                 choices[item.id] = "tie" if outcome == "tie" else SIDE[outcome][0 if item.left_is_a else 1]
                 judged += item.kind == ItemKind.pair
             assignments.submit(session, assignment, choices)
+        raters.set_excluded(session, admin, rater.id, excluded=False)
     return judged
 
 
@@ -71,7 +74,7 @@ def two_echoes(hub_env, admin_user, baselines):
             )
             experiment = experiments.create_experiment(session, admin, form, get_storage())
             experiment = experiments.launch(session, admin, experiment.id)
-            judged[who] = _rate(session, experiment, TRUTH[who] - TRUTH["retrieval"], rng, who)
+            judged[who] = _rate(session, admin, experiment, TRUTH[who] - TRUTH["retrieval"], rng, who)
     assert irt_fits.refit(hub_env, DATASET, bootstrap=BOOTSTRAP) is not None
     with TestClient(create_app()) as client:
         yield client, ids, judged
