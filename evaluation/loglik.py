@@ -13,6 +13,10 @@ from evaluation.errors import InvalidInputError
 from evaluation.responses import check_complete, check_prompt_id, parse_jsonl_records
 from evaluation.textfile import decode_lines, read_bytes
 
+MAX_TOKENS = 1_000_000
+"""Most tokens one reference may have: far above any real reply (a line holds at most 20,000 characters by default),
+and low enough that the corpus sum over a million prompts stays exact in int64 (near 2**63 it used to wrap)."""
+
 
 @dataclass(frozen=True)
 class LogLikelihoods:
@@ -46,9 +50,9 @@ def parse_loglik(data: bytes, *, dataset: Dataset, name: str | Path) -> LogLikel
             raise InvalidInputError(
                 f"'logprob' is {value}, but a log-probability cannot be positive", path=name, line=number
             )
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_TOKENS:
             raise InvalidInputError(
-                f"'tokens' is {count!r}; it must be a whole number of at least 1", path=name, line=number
+                f"'tokens' is {count!r}; it must be a whole number from 1 to {MAX_TOKENS:,}", path=name, line=number
             )
         logprob[index], tokens[index] = value, count
     check_complete(seen, dataset=dataset, name=name)

@@ -36,6 +36,9 @@ class HubSettings(BaseSettings):
     )
     secure_cookies: bool = Field(default=False, description="Send the session cookie over HTTPS only (production).")
     max_upload_bytes: int = Field(default=100 * 1024 * 1024, description="Largest accepted uploaded file.")
+    max_form_bytes: int = Field(
+        default=1024 * 1024, ge=1, description="Largest request body of a form or JSON call (uploads: see body_limit)."
+    )
     public_url: str = Field(
         default="http://127.0.0.1:8000",
         description="Where raters reach the hub (invite links, MTurk ExternalQuestion).",

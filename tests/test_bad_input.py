@@ -384,11 +384,11 @@ def test_valid_loglik_file_gives_perplexity(run_cli, tmp_path, hub_open):
     ("change", "message"),
     [
         ({"logprob": 0.5}, "'logprob' is 0.5, but a log-probability cannot be positive"),
-        ({"tokens": 0}, "'tokens' is 0; it must be a whole number of at least 1"),
-        ({"tokens": -3}, "'tokens' is -3; it must be a whole number of at least 1"),
-        ({"tokens": 2.5}, "'tokens' is 2.5; it must be a whole number of at least 1"),
-        ({"tokens": "5"}, "'tokens' is '5'; it must be a whole number of at least 1"),
-        ({"tokens": True}, "'tokens' is True; it must be a whole number of at least 1"),
+        ({"tokens": 0}, "'tokens' is 0; it must be a whole number from 1 to 1,000,000"),
+        ({"tokens": -3}, "'tokens' is -3; it must be a whole number from 1 to 1,000,000"),
+        ({"tokens": 2.5}, "'tokens' is 2.5; it must be a whole number from 1 to 1,000,000"),
+        ({"tokens": "5"}, "'tokens' is '5'; it must be a whole number from 1 to 1,000,000"),
+        ({"tokens": True}, "'tokens' is True; it must be a whole number from 1 to 1,000,000"),
         ({"logprob": "-1.5"}, "'logprob' must be a finite number"),
         ({"logprob": "NaN"}, "'logprob' must be a finite number"),
         ({"logprob": None}, "'logprob' must be a finite number"),
@@ -432,6 +432,26 @@ def test_missing_loglik_file_is_not_found(run_cli, tmp_path):
     missing = tmp_path / "nope.jsonl"
     result = run_cli("evaluate", "--dataset", "hub-open-v1", "--responses", responses, "--loglik", missing)
     assert_refused(result, 4, f"{missing}: file not found")
+
+
+@pytest.mark.parametrize("tokens", [1_000_001, 2**62, 2**63 - 1, 2**63, 10**30])
+def test_loglik_token_count_beyond_the_bound_is_refused(run_cli, tmp_path, hub_open, tokens):
+    """Near 2**63 the count was accepted and the corpus perplexity wrapped (sum of int64) or crashed."""
+    rows = loglik_rows(hub_open)
+    rows[1]["tokens"] = tokens
+    loglik, result = run_with_loglik(run_cli, tmp_path, rows, "--metrics", "perplexity")
+    assert_refused(result, 3, f"{loglik}, line 2: 'tokens' is {tokens}; it must be a whole number from 1 to 1,000,000")
+
+
+def test_loglik_token_count_at_the_bound_is_accepted(hub_open):
+    from evaluation.loglik import parse_loglik
+
+    rows = loglik_rows(hub_open)
+    for row in rows:
+        row["tokens"] = 1_000_000
+    data = "\n".join(json.dumps(row) for row in rows).encode()
+    parsed = parse_loglik(data, dataset=hub_open, name="ll.jsonl")
+    assert int(parsed.tokens.sum()) == 1_000_000 * len(rows)
 
 
 def test_loglik_huge_integer_logprob_is_refused_by_line(run_cli, tmp_path, hub_open):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import secrets
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 from sqlalchemy import update
@@ -38,6 +38,7 @@ from hub.services.leaderboard import RESULT_STATUSES, read_responses
 from hub.storage import Storage
 
 MICRO = 1_000_000
+MAX_ID = 2**63 - 1  # the largest row id a 64-bit column holds
 # Submissions whose responses may be judged: validated and approved by an admin (scores need not be final).
 JUDGEABLE = (SubmissionStatus.approved, SubmissionStatus.evaluating, *RESULT_STATUSES)
 
@@ -54,10 +55,12 @@ class ExperimentForm(BaseModel):
     """What an admin (or the pipeline) chooses for a new experiment; defaults follow the ChatEval protocol."""
 
     dataset: str = Field(min_length=1, max_length=120)
-    system_a_id: int = Field(ge=1)
-    system_b_id: int = Field(ge=1)
+    system_a_id: int = Field(ge=1, le=MAX_ID)
+    system_b_id: int = Field(ge=1, le=MAX_ID)
     title: str = Field(default="", max_length=200)
-    backend: Backend = Backend.hub
+    backend: Literal[Backend.hub, Backend.mturk] = Field(
+        default=Backend.hub, description="hub (the hub's rating pages) or mturk; imported judgements come from the CLI"
+    )
     tie_mode: TieMode = TieMode.single
     raters_per_prompt: int = Field(default=3, ge=1, le=50)
     prompts_per_task: int = Field(default=10, ge=1, le=100)
@@ -79,13 +82,13 @@ class ExperimentForm(BaseModel):
     adaptive: AdaptiveOptions | None = Field(
         default=None, description="Release tasks in rounds and stop once a sequential test decides (hub raters)."
     )
-    submission_id: int | None = None
+    submission_id: int | None = Field(default=None, ge=1, le=MAX_ID)
     mturk: dict[str, Any] = Field(default_factory=dict, description="HIT options; see hub.services.mturk.")
 
-    @field_validator("backend")
+    @field_validator("backend", mode="before")
     @classmethod
-    def _launchable(cls, value: Backend) -> Backend:
-        if value == Backend.imported:
+    def _launchable(cls, value: Any) -> Any:
+        if value in (Backend.imported, Backend.imported.value):
             raise ValueError("'import' is for judgements loaded with `chateval ratings import-chateval`")
         return value
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import sqlalchemy.exc
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.sessions import SessionMiddleware
@@ -16,8 +16,11 @@ from hub.errors import HubError, ServiceUnavailable
 from hub.migrate import upgrade
 from hub.settings import get_settings
 from hub.storage import get_storage
+from hub.web.body_limit import BodyLimitMiddleware
 from hub.web.csrf import ApiCsrfMiddleware
 from hub.web.deps import session_viewer
+from hub.web.inputs import refuse_malformed_input
+from hub.web.openapi_docs import EVERY_ROUTE, error_responses
 from hub.web.routes import (
     api_admin,
     api_experiments,
@@ -75,12 +78,19 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
         if consumer is not None:
             consumer.stop(graceful=True)
 
-    app = FastAPI(title="ChatEval Hub", version="0.1.0", lifespan=lifespan)
+    app = FastAPI(
+        title="ChatEval Hub",
+        version="0.1.0",
+        lifespan=lifespan,
+        dependencies=[Depends(refuse_malformed_input)],  # control characters, out-of-range numbers: 422 first
+        responses=error_responses(*EVERY_ROUTE),
+    )
     settings = get_settings()
     app.add_middleware(ApiCsrfMiddleware)  # before SessionMiddleware, so it runs inside it and sees the session
     app.add_middleware(
         SessionMiddleware, secret_key=settings.secret_key, same_site="lax", https_only=settings.secure_cookies
     )
+    app.add_middleware(BodyLimitMiddleware)  # last, so outermost: an oversized body is refused before anything runs
 
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
 

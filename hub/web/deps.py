@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Request
 from sqlmodel import Session
 
 from hub.db import get_session
 from hub.errors import Unauthorized
 from hub.models import User
 from hub.services.accounts import user_for_token
+from hub.web.inputs import DatabaseId  # noqa: F401 (the routes import it from here)
 
-DatabaseId = Annotated[int, Path(ge=1, le=2**63 - 1, description="Row id")]
-"""A path id the database can hold: larger numbers are refused with 422 instead of crashing the query."""
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 """The request's session, closed when the route returns and before the answer is sent: a slow or stalled client never
 holds a database connection (the default, request scope, would keep it open until the last byte is sent)."""

@@ -6,8 +6,10 @@ import re
 
 from starlette.datastructures import FormData, UploadFile
 
-from hub.errors import BadRequest
+from hub.errors import BadRequest, PayloadTooLarge, UnprocessableInput
 from hub.services.submissions import SystemForm, UploadedFile
+from hub.settings import get_settings
+from hub.web.inputs import parse_id
 
 FILE_FIELD = re.compile(r"^(responses|loglik)\[([a-z0-9][a-z0-9._-]*)\]$")
 TRUE_VALUES = ("1", "true", "on", "yes")  # "on" is what a checked checkbox sends
@@ -18,10 +20,7 @@ def _optional(form: FormData, name: str) -> str | None:
 
 
 def system_form(form: FormData) -> SystemForm:
-    try:
-        baselines = [int(str(v)) for v in form.getlist("baselines") if str(v).strip()]
-    except ValueError as exc:
-        raise BadRequest("baselines must be system ids", field="baselines") from exc
+    baselines = [parse_id(v, field="baselines") for v in form.getlist("baselines") if str(v).strip()]
     return SystemForm(
         name=str(form.get("name", "")),
         description=str(form.get("description", "")),
@@ -46,5 +45,10 @@ def uploads(form: FormData) -> tuple[dict[str, UploadedFile], dict[str, Uploaded
         if not match:
             raise BadRequest(f"unexpected file field {key!r}; use responses[DATASET] or loglik[DATASET]", field=key)
         target = responses if match.group(1) == "responses" else logliks
+        if match.group(2) in target:  # a later part would silently replace the earlier one
+            raise UnprocessableInput(f"{key} was sent more than once; send one file per field", field=key)
+        limit = get_settings().max_upload_bytes
+        if value.size is not None and value.size > limit:  # refused before the file is read into memory
+            raise PayloadTooLarge(f"{value.filename or key} is {value.size:,} bytes; the limit is {limit:,}", field=key)
         target[match.group(2)] = UploadedFile(value.filename or key, value.file.read())
     return responses, logliks

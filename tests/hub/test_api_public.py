@@ -349,7 +349,7 @@ def test_compare_filters_with_q(world):
 
 def test_compare_refuses_bad_system_lists(world):
     response = world.get("anonymous", f"/api/compare/{DATASET}", systems="1,two")
-    assert response.status_code == 400 and response.json()["field"] == "systems"
+    assert response.status_code == 422 and response.json()["field"] == "systems"
 
 
 # --- downloads --------------------------------------------------------------------------------------------------

@@ -239,7 +239,7 @@ def test_bad_parameters_are_the_400_page(site):
     response = site.get("anonymous", f"/leaderboards/{DATASET}", order="sideways")
     assert response.status_code == 400 and "order must be asc or desc" in response.text
     response = site.get("anonymous", f"/compare/{DATASET}", systems="1,two")
-    assert response.status_code == 400 and "<code>systems</code>" in response.text
+    assert response.status_code == 422 and "<code>systems</code>" in response.text
 
 
 # --- leaderboard ------------------------------------------------------------------------------------------------

@@ -12,9 +12,10 @@ from hub.jobs import enqueue_evaluation
 from hub.models import System
 from hub.services import audit, review
 from hub.web.deps import DatabaseId, SessionDep, UserDep
+from hub.web.openapi_docs import error_responses
 from hub.web.routes.api_submissions import submission_json
 
-router = APIRouter(prefix="/api/admin", tags=["admin"])
+router = APIRouter(prefix="/api/admin", tags=["admin"], responses=error_responses(403, 404, 409))
 
 
 class Rejection(BaseModel):

@@ -3,9 +3,9 @@ everyone reads the results of the experiments they may see."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from hub.errors import Forbidden
@@ -13,8 +13,10 @@ from hub.models import Backend
 from hub.services import experiment_access, experiment_results, experiments, irt_plan, raters
 from hub.storage import get_storage
 from hub.web.deps import DatabaseId, SessionDep, UserDep, ViewerDep
+from hub.web.inputs import QueryId
+from hub.web.openapi_docs import error_responses
 
-router = APIRouter(tags=["human evaluation"])
+router = APIRouter(tags=["human evaluation"], responses=error_responses(403, 404, 409))
 
 
 def _backend_launch(experiment):
@@ -49,8 +51,8 @@ def plan(
     session: SessionDep,
     admin: UserDep,
     dataset: str,
-    system_a: Annotated[int, Query(ge=1, le=2**63 - 1)],
-    system_b: Annotated[int, Query(ge=1, le=2**63 - 1)],
+    system_a: QueryId,
+    system_b: QueryId,
 ) -> dict[str, Any]:
     """Admins: the dataset's prompts ranked by expected information about system A vs B (the newest IRT fit's
     discriminations at its estimated gap); create with `most_informative: N` to judge only the top N."""

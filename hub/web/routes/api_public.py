@@ -19,8 +19,10 @@ from hub.errors import BadRequest
 from hub.services import exports, irt_views, leaderboard
 from hub.storage import get_storage
 from hub.web.deps import DatabaseId, SessionDep, ViewerDep
+from hub.web.inputs import parse_id
+from hub.web.openapi_docs import error_responses
 
-router = APIRouter(prefix="/api", tags=["public"])
+router = APIRouter(prefix="/api", tags=["public"], responses=error_responses(404))
 MAX_COMPARED_SYSTEMS = 20
 # Downloads built at once per process; the others wait for a turn without a thread or a database connection, so a
 # crowd of downloads leaves the pool to the pages.
@@ -42,10 +44,7 @@ def _system_ids(raw: str | None) -> list[int]:
     for part in (raw or "").split(","):
         if not part.strip():
             continue
-        try:
-            system_id = int(part)
-        except ValueError as exc:
-            raise BadRequest("systems must be comma-separated system ids, e.g. systems=1,2", field="systems") from exc
+        system_id = parse_id(part, field="systems")
         if system_id not in ids:
             ids.append(system_id)
     if len(ids) > MAX_COMPARED_SYSTEMS:

@@ -12,9 +12,10 @@ from hub.models import Score, Submission, System
 from hub.services.submissions import create_submissions, get_visible
 from hub.storage import get_storage
 from hub.web.deps import DatabaseId, SessionDep, UserDep, ViewerDep
+from hub.web.openapi_docs import SUBMISSION_FORM, error_responses
 from hub.web.submission_form import system_form, uploads
 
-router = APIRouter(prefix="/api/submissions", tags=["submissions"])
+router = APIRouter(prefix="/api/submissions", tags=["submissions"], responses=error_responses(403, 404, 409))
 
 
 def submission_json(submission: Submission, system: System, scores: list[Score], *, private: bool) -> dict[str, Any]:
@@ -38,7 +39,7 @@ def submission_json(submission: Submission, system: System, scores: list[Score],
     return data
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, openapi_extra=SUBMISSION_FORM)
 async def create(request: Request, session: SessionDep, user: UserDep) -> list[dict[str, Any]]:
     """Multipart form: name, description, paper_url, code_url, weights_url, is_public, baselines (repeatable),
     and one `responses[DATASET]` file per dataset plus optional `loglik[DATASET]` files."""

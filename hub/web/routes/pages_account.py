@@ -18,6 +18,7 @@ from hub.services.submissions import create_submissions, get_visible
 from hub.storage import get_storage
 from hub.web.csrf import CsrfDep
 from hub.web.deps import SessionDep, ViewerDep
+from hub.web.inputs import DatabaseId
 from hub.web.submission_form import system_form, uploads
 from hub.web.templating import render
 
@@ -167,7 +168,7 @@ def create_token(request: Request, _csrf: CsrfDep, session: SessionDep, viewer: 
 
 
 @router.post("/account/tokens/{token_id}/revoke")
-def revoke_token(request: Request, token_id: int, _csrf: CsrfDep, session: SessionDep, viewer: ViewerDep):
+def revoke_token(request: Request, token_id: DatabaseId, _csrf: CsrfDep, session: SessionDep, viewer: ViewerDep):
     if viewer is None:
         return login_redirect(request)
     try:
@@ -251,7 +252,7 @@ def _scores(session: Session, submission: Submission) -> list[dict[str, Any]]:
 
 
 @router.get("/submissions/{submission_id}")
-def submission_status(request: Request, submission_id: int, session: SessionDep, viewer: ViewerDep):
+def submission_status(request: Request, submission_id: DatabaseId, session: SessionDep, viewer: ViewerDep):
     try:
         submission, system = get_visible(session, submission_id, viewer)
     except HubError as exc:

@@ -17,6 +17,7 @@ from hub.services.leaderboard import read_responses
 from hub.storage import get_storage
 from hub.web.csrf import CsrfDep
 from hub.web.deps import SessionDep, ViewerDep
+from hub.web.inputs import DatabaseId
 from hub.web.routes.pages_account import error_page, login_redirect, page
 
 router = APIRouter(prefix="/admin", tags=["admin pages"], include_in_schema=False)
@@ -85,7 +86,7 @@ def _act(request: Request, viewer: User | None, action, success_url: str):
 
 
 @router.post("/submissions/{submission_id}/approve")
-def approve(request: Request, submission_id: int, _csrf: CsrfDep, session: SessionDep, viewer: ViewerDep):
+def approve(request: Request, submission_id: DatabaseId, _csrf: CsrfDep, session: SessionDep, viewer: ViewerDep):
     return _act(
         request,
         viewer,
@@ -97,7 +98,7 @@ def approve(request: Request, submission_id: int, _csrf: CsrfDep, session: Sessi
 @router.post("/submissions/{submission_id}/reject")
 def reject(
     request: Request,
-    submission_id: int,
+    submission_id: DatabaseId,
     _csrf: CsrfDep,
     session: SessionDep,
     viewer: ViewerDep,
@@ -107,7 +108,7 @@ def reject(
 
 
 @router.post("/submissions/{submission_id}/rerun")
-def rerun(request: Request, submission_id: int, _csrf: CsrfDep, session: SessionDep, viewer: ViewerDep):
+def rerun(request: Request, submission_id: DatabaseId, _csrf: CsrfDep, session: SessionDep, viewer: ViewerDep):
     return _act(
         request,
         viewer,

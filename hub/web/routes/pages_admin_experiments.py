@@ -19,6 +19,7 @@ from hub.settings import get_settings
 from hub.storage import get_storage
 from hub.web.csrf import CsrfDep
 from hub.web.deps import SessionDep, ViewerDep
+from hub.web.inputs import DatabaseId, FormId
 from hub.web.routes.api_experiments import _backend_launch, _blocker
 from hub.web.routes.pages_account import error_page, login_redirect, page
 
@@ -134,7 +135,7 @@ def _detail(request: Request, session: Session, viewer: User, experiment_id: int
 
 
 @router.get("/experiments/{experiment_id}")
-def experiment_detail(request: Request, experiment_id: int, session: SessionDep, viewer: ViewerDep):
+def experiment_detail(request: Request, experiment_id: DatabaseId, session: SessionDep, viewer: ViewerDep):
     if viewer is None:
         return login_redirect(request)
     try:
@@ -154,7 +155,9 @@ def _act(request: Request, viewer: User | None, action, experiment_id: int):
 
 
 @router.post("/experiments/{experiment_id}/launch")
-def experiment_launch(request: Request, experiment_id: int, _csrf: CsrfDep, session: SessionDep, viewer: ViewerDep):
+def experiment_launch(
+    request: Request, experiment_id: DatabaseId, _csrf: CsrfDep, session: SessionDep, viewer: ViewerDep
+):
     def launch(admin: User):
         experiment = experiments.admin_experiment(session, admin, experiment_id)
         experiments.launch(session, admin, experiment_id, backend_launch=_backend_launch(experiment))
@@ -163,14 +166,16 @@ def experiment_launch(request: Request, experiment_id: int, _csrf: CsrfDep, sess
 
 
 @router.post("/experiments/{experiment_id}/close")
-def experiment_close(request: Request, experiment_id: int, _csrf: CsrfDep, session: SessionDep, viewer: ViewerDep):
+def experiment_close(
+    request: Request, experiment_id: DatabaseId, _csrf: CsrfDep, session: SessionDep, viewer: ViewerDep
+):
     return _act(request, viewer, lambda admin: experiments.close(session, admin, experiment_id), experiment_id)
 
 
 @router.post("/experiments/{experiment_id}/invites")
 def experiment_invite(
     request: Request,
-    experiment_id: int,
+    experiment_id: DatabaseId,
     _csrf: CsrfDep,
     session: SessionDep,
     viewer: ViewerDep,
@@ -192,7 +197,12 @@ def experiment_invite(
 
 @router.post("/experiments/{experiment_id}/invites/{invite_id}/revoke")
 def invite_revoke(
-    request: Request, experiment_id: int, invite_id: int, _csrf: CsrfDep, session: SessionDep, viewer: ViewerDep
+    request: Request,
+    experiment_id: DatabaseId,
+    invite_id: DatabaseId,
+    _csrf: CsrfDep,
+    session: SessionDep,
+    viewer: ViewerDep,
 ):
     def revoke(admin: User):
         raters.revoke_invite(session, admin, experiment_id, invite_id)
@@ -203,11 +213,11 @@ def invite_revoke(
 @router.post("/raters/{rater_id}/exclusion")
 def rater_exclusion(
     request: Request,
-    rater_id: int,
+    rater_id: DatabaseId,
     _csrf: CsrfDep,
     session: SessionDep,
     viewer: ViewerDep,
-    experiment_id: Annotated[int, Form()],
+    experiment_id: FormId,
     excluded: Annotated[bool, Form()] = True,
     reason: Annotated[str, Form()] = "",
     block: Annotated[bool, Form()] = False,

@@ -15,9 +15,10 @@ from hub.errors import Forbidden, NotFound, UnprocessableInput
 from hub.models import Assignment, Experiment, ExperimentItem, Rater, RaterInvite, TieMode
 from hub.services import assignments, raters
 from hub.web.deps import DatabaseId, SessionDep
+from hub.web.openapi_docs import error_responses
 from hub.web.templating import render
 
-router = APIRouter(tags=["rating"])
+router = APIRouter(tags=["rating"], responses=error_responses(403, 404, 409))
 CHOICE_LABELS = {
     TieMode.single: (("left", "Reply 1 is better"), ("tie", "Tie"), ("right", "Reply 2 is better")),
     TieMode.split: (
