@@ -35,6 +35,7 @@ from hub.web.routes import (
     pages_public,
     pages_rating,
 )
+from hub.web.security_headers import SecurityHeadersMiddleware
 from hub.web.templating import STATIC, render, wants_html
 from hub.web.threads import limit_request_threads
 
@@ -91,6 +92,7 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
         SessionMiddleware, secret_key=settings.secret_key, same_site="lax", https_only=settings.secure_cookies
     )
     app.add_middleware(BodyLimitMiddleware)  # last, so outermost: an oversized body is refused before anything runs
+    app.add_middleware(SecurityHeadersMiddleware)  # around everything, refusals included; it only adds headers
 
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
 
