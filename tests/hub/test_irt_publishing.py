@@ -48,7 +48,10 @@ def _draw(rng: np.random.Generator, ability_a: float, ability_b: float) -> str:
 
 
 def _rate_all(session: Session, experiment: Experiment, names: tuple[str, str], rng, prefix: str) -> int:
-    """Three hub raters take every task and answer from the model; attention checks get their expected answer."""
+    """Three hub raters take every task and answer from the model; attention checks get their expected answer. An
+    admin then reviews each rater and counts them (the screening may flag raters who answer in no time, and a flagged
+    rater's judgements wait for that decision)."""
+    admin = session.exec(select(User).where(User.is_admin)).first()
     judged = 0
     for r in range(RATERS):
         rater = raters.rater_for(session, "hub", f"{prefix}-rater-{r}")
@@ -59,6 +62,7 @@ def _rate_all(session: Session, experiment: Experiment, names: tuple[str, str], 
                 choices[item.id] = "tie" if outcome == "tie" else SIDE[outcome][0 if item.left_is_a else 1]
                 judged += item.kind == ItemKind.pair
             assignments.submit(session, assignment, choices)
+        raters.set_excluded(session, admin, rater.id, excluded=False)
     return judged
 
 
