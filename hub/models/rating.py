@@ -24,6 +24,11 @@ class Rater(SQLModel, table=True):
     excluded: bool = False
     exclusion_reason: str | None = Field(default=None, max_length=2_000)
     excluded_at: datetime | None = None
+    reviewed_at: datetime | None = Field(
+        default=None,
+        description="When an admin last decided on this rater (include or exclude); until then the judgements of "
+        "a rater the screening flags are held out of public numbers.",
+    )
     blocked: bool = Field(default=False, description="Blocked on Mechanical Turk as well.")
     created_at: datetime = Field(default_factory=utcnow)
     invite_id: int | None = Field(default=None, foreign_key="raterinvite.id", index=True)
