@@ -77,6 +77,24 @@ def create_user_command(
     out.print(f"created {'admin' if user.is_admin else 'user'} {user.email} (id {user.id})", highlight=False)
 
 
+@admin_app.command("disable-user")
+def disable_user_command(
+    email: Annotated[str, typer.Argument(help="Login email of the user.")],
+    enable: Annotated[bool, typer.Option("--enable", help="Enable the user again instead.")] = False,
+) -> None:
+    """Disable a user (their sessions end; login and API tokens stop working), or --enable them. Audited."""
+    from sqlmodel import Session
+
+    from hub.db import get_engine
+    from hub.migrate import upgrade
+    from hub.services.accounts import set_disabled, user_by_email
+
+    upgrade()
+    with Session(get_engine()) as session:
+        user = set_disabled(session, None, user_by_email(session, email).id or 0, disabled=not enable)
+    out.print(f"{'disabled' if user.disabled_at else 'enabled'} {user.email} (id {user.id})", highlight=False)
+
+
 def _pairs(values: list[str] | None, option: str) -> dict[str, Path]:
     pairs = {}
     for value in values or []:

@@ -7,7 +7,7 @@ import secrets
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATA = Path.home() / ".local" / "share" / "chateval-hub"
@@ -35,6 +35,19 @@ class HubSettings(BaseSettings):
         description="Signs session cookies, CSRF tokens and rater hashes; empty: a random key kept in data_dir.",
     )
     secure_cookies: bool = Field(default=False, description="Send the session cookie over HTTPS only (production).")
+    session_idle_minutes: int = Field(default=120, ge=1, description="A browser session unused this long ends.")
+    session_max_days: int = Field(default=14, ge=1, description="A browser session ends this long after login.")
+    # Rate limits (PyPI `limits` notation; several separated by ";"), counted per client address or per account.
+    rate_limit_url: str = Field(
+        default="",
+        description="Where limits are counted: empty = the queue's Redis, else a SQLite file in data_dir; memory://.",
+    )
+    rate_limit_prefix: str = Field(default="chateval-hub", description="Key prefix of the counters in Redis.")
+    login_failures_per_account: str = Field(default="10/15 minutes", description="Wrong passwords per account.")
+    login_failures_per_client: str = Field(default="30/15 minutes", description="Failed logins per client address.")
+    signups_per_client: str = Field(default="10/hour", description="Sign-up attempts per client address.")
+    token_failures_per_client: str = Field(default="20/minute", description="Unknown API tokens per client address.")
+    new_raters_per_client: str = Field(default="5/minute;20/hour", description="Cohort raters one client creates.")
     max_upload_bytes: int = Field(default=100 * 1024 * 1024, description="Largest accepted uploaded file.")
     max_form_bytes: int = Field(
         default=1024 * 1024, ge=1, description="Largest request body of a form or JSON call (uploads: see body_limit)."
@@ -46,6 +59,20 @@ class HubSettings(BaseSettings):
     mturk_sandbox: bool = Field(default=True, description="Use Mechanical Turk's sandbox (no money moves).")
     mturk_region: str = Field(default="us-east-1", description="Mechanical Turk's region (it has only this one).")
     mturk_poll_seconds: int = Field(default=300, description="How often the queue polls MTurk for assignments.")
+
+    @field_validator(
+        "login_failures_per_account",
+        "login_failures_per_client",
+        "signups_per_client",
+        "token_failures_per_client",
+        "new_raters_per_client",
+    )
+    @classmethod
+    def _rate_limit(cls, value: str) -> str:
+        from limits import parse_many
+
+        parse_many(value)  # ValueError names the bad notation at start-up, not on the first login
+        return value
 
     @property
     def resolved_database_url(self) -> str:

@@ -89,6 +89,7 @@ def server_environment(folder: Path, url: str) -> dict[str, str]:
         "HUB_DATABASE_URL": url,
         "HUB_SECRET_KEY": "bench-ratings-" + uuid.uuid4().hex,
         "PYTHONPATH": str(ROOT),
+        "HUB_NEW_RATERS_PER_CLIENT": "100000/minute",  # all simulated raters come from 127.0.0.1
     }
     for name in ("HUB_STORAGE_URL", "HUB_QUEUE_URL"):
         env.pop(name, None)
@@ -141,7 +142,8 @@ def prepare_database(experiments: int, raters_per_prompt: int) -> list[dict]:
             )
             experiment = experiment_service.create_experiment(session, admin, form, get_storage())
             experiment_service.launch(session, admin, experiment.id)
-            token = raters.create_invite(session, admin, experiment, label="bench", cohort=True)[1]
+            # every simulated rater may join every study (the cap on a cohort link's raters is 50 by default)
+            token = raters.create_invite(session, admin, experiment, label="bench", cohort=True, max_raters=100_000)[1]
             made.append({"id": experiment.id, "token": token})
     engine.dispose()
     return made

@@ -13,7 +13,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from hub.models import Assignment, Experiment, ExperimentItem, ItemKind, Rater, Rating, System, Task
-from hub.services import adaptive
+from hub.services import adaptive, raters
 from hub.services.experiments import experiment_cost
 
 
@@ -99,7 +99,7 @@ def results(session: Session, experiment: Experiment, *, with_raters: bool = Fal
         "adaptive": adaptive.summary(session, experiment),
     }
     if with_raters:
-        view["raters"] = [q.to_dict() for q in screen(_rows(judged))]
+        view["raters"] = raters.with_client_bursts(session, [q.to_dict() for q in screen(_rows(judged))])
     return view
 
 

@@ -23,6 +23,7 @@ from hub.web.inputs import refuse_malformed_input
 from hub.web.openapi_docs import EVERY_ROUTE, error_responses
 from hub.web.routes import (
     api_admin,
+    api_admin_users,
     api_experiments,
     api_public,
     api_submissions,
@@ -127,6 +128,7 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
 
     app.include_router(api_submissions.router)
     app.include_router(api_admin.router)
+    app.include_router(api_admin_users.router)
     app.include_router(api_experiments.router)
     app.include_router(api_public.router)
     app.include_router(pages_account.router)

@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hub.errors import Forbidden
+from hub.web.sessions import SESSION_ID
 from hub.web.templating import templates
 
 FIELD = "csrf_token"  # the hidden form field
@@ -81,7 +82,7 @@ class ApiCsrfMiddleware:
                 raise RuntimeError("ApiCsrfMiddleware must be added before SessionMiddleware (so it runs inside it)")
             headers = Headers(scope=scope)
             session = scope["session"]
-            uses_session = bool(session.get("user_id"))
+            uses_session = bool(session.get(SESSION_ID))
             if not has_bearer_token(headers) and uses_session and not token_matches(session, headers.get(HEADER)):
                 response = JSONResponse({"error": MESSAGE.replace("form", "request"), "field": HEADER}, 403)
                 await response(scope, receive, send)

@@ -11,7 +11,9 @@ from hub.db import get_session
 from hub.errors import Unauthorized
 from hub.models import User
 from hub.services.accounts import user_for_token
+from hub.services.rate_limits import client_address
 from hub.web.inputs import DatabaseId  # noqa: F401 (the routes import it from here)
+from hub.web.sessions import logged_in_user
 
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 """The request's session, closed when the route returns and before the answer is sent: a slow or stalled client never
@@ -28,9 +30,8 @@ def optional_user(request: Request, session: SessionDep) -> User | None:
     """The caller: an API token (Authorization: Bearer ...) or the logged-in browser session, else None."""
     token = _bearer_token(request)
     if token is not None:
-        return user_for_token(session, token)
-    user_id = request.session.get("user_id") if "session" in request.scope else None
-    return session.get(User, user_id) if user_id else None
+        return user_for_token(session, token, client=client_address(request))
+    return logged_in_user(request, session)
 
 
 def required_user(user: Annotated[User | None, Depends(optional_user)]) -> User:
@@ -45,10 +46,7 @@ UserDep = Annotated[User, Depends(required_user)]
 
 def session_viewer(request: Request) -> User | None:
     """The logged-in user of a browser session, for pages rendered outside a route (the error page)."""
-    user_id = request.session.get("user_id") if "session" in request.scope else None
-    if not user_id:
-        return None
     from hub.db import get_engine
 
     with Session(get_engine()) as session:
-        return session.get(User, user_id)
+        return logged_in_user(request, session)

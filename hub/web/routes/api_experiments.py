@@ -91,17 +91,21 @@ def close(experiment_id: DatabaseId, session: SessionDep, admin: UserDep) -> dic
 class InviteForm(BaseModel):
     label: str = Field(default="", max_length=200)
     cohort: bool = Field(default=False, description="One link for a group: each browser becomes its own rater.")
+    max_raters: int = Field(default=50, ge=1, le=100_000, description="Cohort links: how many raters it may create.")
 
 
 @router.post("/api/experiments/{experiment_id}/invites", status_code=201)
 def invite(experiment_id: DatabaseId, body: InviteForm, session: SessionDep, admin: UserDep) -> dict[str, Any]:
     """A new invite link (shown once: only its hash is kept)."""
     experiment = experiments.admin_experiment(session, admin, experiment_id)
-    created, token = raters.create_invite(session, admin, experiment, label=body.label, cohort=body.cohort)
+    created, token = raters.create_invite(
+        session, admin, experiment, label=body.label, cohort=body.cohort, max_raters=body.max_raters
+    )
     return {
         "id": created.id,
         "label": created.label,
         "cohort": created.cohort,
+        "max_raters": created.max_raters,
         "token": token,
         "url": raters.invite_url(token),
     }

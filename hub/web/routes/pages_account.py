@@ -10,15 +10,16 @@ from fastapi.responses import RedirectResponse, Response
 from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
 
-from hub.errors import HubError
+from hub.errors import HubError, TooManyRequests
 from hub.models import Score, Submission, SubmissionStatus, System, User
-from hub.services import accounts
+from hub.services import accounts, rate_limits
 from hub.services.leaderboard import finite, list_datasets
 from hub.services.submissions import create_submissions, get_visible
 from hub.storage import get_storage
 from hub.web.csrf import CsrfDep
 from hub.web.deps import SessionDep, ViewerDep
 from hub.web.inputs import DatabaseId
+from hub.web.sessions import log_in, log_out, session_id
 from hub.web.submission_form import system_form, uploads
 from hub.web.templating import render
 
@@ -56,10 +57,22 @@ def login_redirect(request: Request) -> RedirectResponse:
     return RedirectResponse("/login?" + urllib.parse.urlencode({"next": here}), status_code=303)
 
 
-def _log_in(request: Request, user: User) -> None:
-    # A fresh session on login: nothing from before (an old CSRF token included) survives into the new one.
-    request.session.clear()
-    request.session["user_id"] = user.id
+def _limits_note() -> dict[str, str]:
+    """What the login and sign-up pages say about their rate limits."""
+    return {
+        "login_limits": (
+            f"After {rate_limits.describe(rate_limits.LOGIN_ACCOUNT)} failed logins for one account, or "
+            f"{rate_limits.describe(rate_limits.LOGIN_CLIENT)} from one address, logging in is refused "
+            "(even with the right password) until that period is over."
+        ),
+        "signup_limits": f"At most {rate_limits.describe(rate_limits.SIGNUP_CLIENT)} sign-ups from one address.",
+    }
+
+
+def with_retry_after(response: Response, exc: HubError) -> Response:
+    if isinstance(exc, TooManyRequests):
+        response.headers["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 # ---- signing up, logging in and out ----
@@ -69,7 +82,7 @@ def _log_in(request: Request, user: User) -> None:
 def signup_form(request: Request, viewer: ViewerDep):
     if viewer is not None:
         return RedirectResponse("/account", status_code=303)
-    return page(request, "signup.html", viewer, {"email": "", "display_name": "", "error": None})
+    return page(request, "signup.html", viewer, {"email": "", "display_name": "", "error": None, **_limits_note()})
 
 
 @router.post("/signup")
@@ -82,11 +95,13 @@ def signup(
     password: TextField = "",
 ):
     try:
+        rate_limits.take(rate_limits.SIGNUP_CLIENT, rate_limits.client_address(request))
         user = accounts.create_user(session, email=email, password=password, display_name=display_name)
     except HubError as exc:
         context = {"email": email, "display_name": display_name, "error": exc.message, "field": exc.field}
-        return page(request, "signup.html", None, context, exc.status_code)
-    _log_in(request, user)
+        context |= _limits_note()
+        return with_retry_after(page(request, "signup.html", None, context, exc.status_code), exc)
+    log_in(request, session, user)
     return RedirectResponse("/account", status_code=303)
 
 
@@ -94,7 +109,8 @@ def signup(
 def login_form(request: Request, viewer: ViewerDep, next: str | None = None):
     if viewer is not None:
         return RedirectResponse(safe_next(next) or "/account", status_code=303)
-    return page(request, "login.html", viewer, {"email": "", "next": safe_next(next), "error": None})
+    context = {"email": "", "next": safe_next(next), "error": None, **_limits_note()}
+    return page(request, "login.html", viewer, context)
 
 
 @router.post("/login")
@@ -107,17 +123,19 @@ def login(
     next: TextField = "",
 ):
     next_page = safe_next(next)
+    client = rate_limits.client_address(request)
     try:
-        user = accounts.authenticate(session, email=email, password=password)
-    except HubError as exc:  # the one message for unknown email and wrong password alike
-        return page(request, "login.html", None, {"email": email, "next": next_page, "error": exc.message}, 401)
-    _log_in(request, user)
+        user = accounts.authenticate(session, email=email, password=password, client=client)
+    except HubError as exc:  # one message for unknown email and wrong password alike; 429 once locked out
+        context = {"email": email, "next": next_page, "error": exc.message, **_limits_note()}
+        return with_retry_after(page(request, "login.html", None, context, exc.status_code), exc)
+    log_in(request, session, user)
     return RedirectResponse(next_page or "/account", status_code=303)
 
 
 @router.post("/logout")
-def logout(request: Request, _csrf: CsrfDep):
-    request.session.clear()
+def logout(request: Request, _csrf: CsrfDep, session: SessionDep):
+    log_out(request, session)
     return RedirectResponse("/", status_code=303)
 
 
@@ -176,6 +194,27 @@ def revoke_token(request: Request, token_id: DatabaseId, _csrf: CsrfDep, session
     except HubError as exc:
         return error_page(request, viewer, exc)
     return RedirectResponse("/account", status_code=303)
+
+
+@router.post("/account/password")
+def change_password(
+    request: Request,
+    _csrf: CsrfDep,
+    session: SessionDep,
+    viewer: ViewerDep,
+    current_password: TextField = "",
+    new_password: TextField = "",
+):
+    """A new password; every other browser session of this account ends (this one stays logged in)."""
+    if viewer is None:
+        return login_redirect(request)
+    try:
+        accounts.change_password(
+            session, viewer, current=current_password, new=new_password, keep_session=session_id(request)
+        )
+    except HubError as exc:
+        return _account_page(request, session, viewer, exc.status_code, password_error=exc.message)
+    return RedirectResponse("/account?password=changed", status_code=303)
 
 
 # ---- submitting ----

@@ -181,6 +181,7 @@ def experiment_invite(
     viewer: ViewerDep,
     label: Annotated[str, Form()] = "",
     cohort: Annotated[bool, Form()] = False,
+    max_raters: Annotated[int, Form(ge=1, le=100_000)] = 50,
 ):
     """The new link is shown on this response only (only its hash is stored)."""
     if viewer is None:
@@ -188,7 +189,9 @@ def experiment_invite(
     try:
         admin = _admin(viewer)
         experiment = experiments.admin_experiment(session, admin, experiment_id)
-        invite, token = raters.create_invite(session, admin, experiment, label=label, cohort=cohort)
+        invite, token = raters.create_invite(
+            session, admin, experiment, label=label, cohort=cohort, max_raters=max_raters
+        )
         new_invite = {"invite": invite, "url": raters.invite_url(token)}
         return _detail(request, session, admin, experiment_id, {"new_invite": new_invite})
     except HubError as exc:

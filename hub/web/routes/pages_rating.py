@@ -14,6 +14,7 @@ from sqlmodel import Session
 from hub.errors import Forbidden, NotFound, UnprocessableInput
 from hub.models import Assignment, Experiment, ExperimentItem, Rater, RaterInvite, TieMode
 from hub.services import assignments, raters
+from hub.services.rate_limits import client_address
 from hub.web.deps import DatabaseId, SessionDep
 from hub.web.openapi_docs import error_responses
 from hub.web.templating import render
@@ -79,15 +80,20 @@ def choices_from_form(form) -> dict[int, str]:
 
 def _invite_rater(request: Request, session: Session, invite: RaterInvite) -> Rater:
     """A personal invite is one rater; a cohort invite makes each browser a rater (remembered in the session)."""
+    client = client_address(request)
     if not invite.cohort:
-        return raters.rater_for(session, "hub", f"invite:{invite.id}")
+        return raters.invite_rater(session, invite, client=client)
     known = dict(request.session.get(COHORT_SESSION_KEY) or {})
-    external = known.get(str(invite.id))
-    if not external:
-        external = f"invite:{invite.id}:{secrets.token_hex(8)}"
-        known[str(invite.id)] = external
+    browser = known.get(str(invite.id))
+    if isinstance(browser, str):  # sessions from before kept the whole external id
+        browser = browser.removeprefix(f"invite:{invite.id}:")
+    if not isinstance(browser, str) or not browser:
+        browser = secrets.token_hex(8)
+    rater = raters.invite_rater(session, invite, client=client, label=browser)  # refused: nothing remembered
+    if known.get(str(invite.id)) != browser:
+        known[str(invite.id)] = browser
         request.session[COHORT_SESSION_KEY] = known
-    return raters.rater_for(session, "hub", external)
+    return rater
 
 
 def _invite_experiment(session: Session, token: str) -> tuple[RaterInvite, Experiment]:
@@ -120,9 +126,12 @@ def rate_page(request: Request, token: str, session: SessionDep):
     )
 
 
-def _check_invite_owns(invite: RaterInvite, assignment: Assignment) -> None:
+def _check_invite_owns(session: Session, invite: RaterInvite, assignment: Assignment) -> None:
     if assignment.experiment_id != invite.experiment_id:
         raise Forbidden("this link belongs to another study than the task submitted")
+    rater = session.get(Rater, assignment.rater_id)
+    if rater is None or not raters.came_through(rater, invite):  # e.g. a task claimed through a revoked invite
+        raise Forbidden("this task was claimed through another invite link; submit it through that link")
 
 
 @router.post("/rate/{token}", response_class=HTMLResponse, include_in_schema=False)
@@ -133,7 +142,7 @@ async def rate_submit(request: Request, token: str, session: SessionDep):
     if not raw_id.isdigit() or len(raw_id) > 18:
         raise UnprocessableInput("the form lost its assignment id; open the link again", field="assignment_id")
     assignment = assignments.assignment_for_key(session, int(raw_id), key)
-    _check_invite_owns(invite, assignment)
+    _check_invite_owns(session, invite, assignment)
     try:
         done = assignments.submit(session, assignment, choices_from_form(form))
     except UnprocessableInput as exc:  # show the block again with what is wrong; nothing was stored
@@ -174,7 +183,7 @@ def api_claim(request: Request, token: str, session: SessionDep, rater_label: st
     """Claim a block through an invite (`rater_label` names the rater within a cohort invite)."""
     invite, experiment = _invite_experiment(session, token)
     if invite.cohort and rater_label:
-        rater = raters.rater_for(session, "hub", f"invite:{invite.id}:{rater_label[:100]}")
+        rater = raters.invite_rater(session, invite, client=client_address(request), label=rater_label)
     else:
         rater = _invite_rater(request, session, invite)
     assignment = assignments.claim_task(session, experiment, rater)
@@ -187,6 +196,6 @@ def api_claim(request: Request, token: str, session: SessionDep, rater_label: st
 def api_submit(token: str, assignment_id: DatabaseId, body: RatingSubmission, session: SessionDep) -> dict[str, Any]:
     invite, _ = _invite_experiment(session, token)
     assignment = assignments.assignment_for_key(session, assignment_id, body.key)
-    _check_invite_owns(invite, assignment)
+    _check_invite_owns(session, invite, assignment)
     done = assignments.submit(session, assignment, body.choices)
     return {"assignment_id": done.id, "completion_code": done.completion_code, "status": done.status}
