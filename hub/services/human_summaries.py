@@ -20,6 +20,7 @@ from evaluation.pairwise_results import summarize
 from hub.models import Experiment, ExperimentItem, ExperimentStatus, ItemKind, Rater, Rating, System, Task, User
 from hub.services.experiment_access import experiment_is_public, visible_experiments
 from hub.services.experiment_results import experiment_json
+from hub.services.pagination import PageRequest, paginate
 
 FLIP = {"A": "B", "B": "A", "tie": "tie"}
 Counts = dict[str, int]
@@ -70,11 +71,15 @@ def _names(session: Session, experiments: list[Experiment]) -> dict[int, System]
     return {s.id: s for s in session.exec(select(System).where(col(System.id).in_(ids)))} if ids else {}
 
 
-def experiment_list(session: Session, viewer: User | None, *, dataset: str | None = None) -> dict[str, Any]:
-    """Every experiment the viewer may see (newest first), optionally of one dataset, with its progress and
-    summary; and the datasets that have any, for the filter."""
+def experiment_list(
+    session: Session, viewer: User | None, *, dataset: str | None = None, page: PageRequest | None = None
+) -> dict[str, Any]:
+    """One page of the experiments the viewer may see (newest first), optionally of one dataset, with their
+    progress and summary (`pagination` says which page); and the datasets that have any, for the filter."""
     visible = visible_experiments(session, viewer)
-    chosen = [e for e in visible if dataset is None or e.dataset_name == dataset]
+    matching = [e for e in visible if dataset is None or e.dataset_name == dataset]
+    pagination = paginate(len(matching), page)
+    chosen = matching[pagination.start : pagination.stop]
     ids = [e.id for e in chosen]
     counts, progress, systems = outcome_counts(session, ids), _progress(session, ids), _names(session, chosen)
     rows = []
@@ -86,6 +91,7 @@ def experiment_list(session: Session, viewer: User | None, *, dataset: str | Non
         "dataset": dataset,
         "datasets": sorted({e.dataset_name for e in visible}),
         "experiments": rows,
+        "pagination": pagination,
     }
 
 

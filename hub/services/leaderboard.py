@@ -19,6 +19,7 @@ from evaluation.responses import parse_responses
 from hub.errors import BadRequest, HubError, NotFound
 from hub.models import Score, Submission, SubmissionStatus, System, User
 from hub.services.datasets import installed_dataset
+from hub.services.pagination import PageRequest, paginate
 from hub.services.submissions import can_view
 from hub.storage import Storage
 
@@ -72,13 +73,15 @@ def list_datasets() -> list[dict[str, Any]]:
     return found
 
 
-def dataset_detail(name: str) -> dict[str, Any]:
+def dataset_detail(name: str, page: PageRequest | None = None) -> dict[str, Any]:
+    """The dataset's manifest and one page of its prompts (`pagination` says which)."""
     dataset = installed_dataset(name)
+    pagination = paginate(len(dataset.prompts), page)
     prompts = [
         {"id": p.id, "context": [t.model_dump() for t in p.context], "references": list(p.references)}
-        for p in dataset.prompts
+        for p in dataset.prompts[pagination.start : pagination.stop]
     ]
-    return {**dataset_json(dataset), "prompts": prompts}
+    return {**dataset_json(dataset), "prompts": prompts, "pagination": pagination}
 
 
 def _latest_scores(session: Session, submission_ids: list[int]) -> dict[int, dict[str, Any]]:
@@ -308,17 +311,26 @@ def compare(
     viewer: User | None,
     *,
     q: str | None = None,
+    page: PageRequest | None = None,
 ) -> dict[str, Any]:
-    """All prompts of a dataset with each chosen system's response (None where it has no scored submission);
-    `q` keeps the prompts whose context or shown responses contain it, ignoring case."""
+    """One page of a dataset's prompts with each chosen system's response (None where it has no scored submission);
+    `q` keeps the prompts whose context or shown responses contain it, ignoring case. `matched` counts them all."""
     dataset = installed_dataset(dataset_name)
     compared = [_compared(session, storage, dataset, system_id, viewer) for system_id in system_ids]
     needle = (q or "").strip().casefold()
+
+    def responses_to(index: int) -> list[str | None]:
+        return [lines[index] if lines is not None else None for _, lines in compared]
+
+    matched = [
+        index
+        for index, prompt in enumerate(dataset.prompts)
+        if not needle or _matches(needle, [t.content for t in prompt.context] + responses_to(index))
+    ]
+    pagination = paginate(len(matched), page)
     prompts = []
-    for index, prompt in enumerate(dataset.prompts):
-        responses = [lines[index] if lines is not None else None for _, lines in compared]
-        if needle and not _matches(needle, [t.content for t in prompt.context] + responses):
-            continue
+    for index in matched[pagination.start : pagination.stop]:
+        prompt, responses = dataset.prompts[index], responses_to(index)
         prompts.append(
             {
                 "id": prompt.id,
@@ -331,8 +343,9 @@ def compare(
         "dataset": dataset_json(dataset),
         "q": q or None,
         "systems": [header for header, _ in compared],
-        "matched": len(prompts),
+        "matched": len(matched),
         "prompts": prompts,
+        "pagination": pagination,
     }
 
 

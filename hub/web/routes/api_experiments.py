@@ -5,16 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 
 from hub.errors import Forbidden
 from hub.models import Backend
 from hub.services import experiment_access, experiment_results, experiments, irt_plan, raters
+from hub.services.pagination import paginate
 from hub.storage import get_storage
+from hub.web import pagination
 from hub.web.deps import DatabaseId, SessionDep, UserDep, ViewerDep
 from hub.web.inputs import QueryId
 from hub.web.openapi_docs import error_responses
+from hub.web.pagination import PageDep
 
 router = APIRouter(tags=["human evaluation"], responses=error_responses(403, 404, 409))
 
@@ -62,10 +65,22 @@ def plan(
 
 
 @router.get("/api/experiments")
-def list_experiments(session: SessionDep, viewer: ViewerDep, dataset: str | None = None) -> list[dict[str, Any]]:
+def list_experiments(
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    viewer: ViewerDep,
+    page: PageDep,
+    dataset: str | None = None,
+) -> list[dict[str, Any]]:
+    """One page of the experiments the viewer may see, newest first; the `X-Total-Count` header counts them all
+    and `Link` has the `next` and `prev` pages."""
+    visible = experiment_access.visible_experiments(session, viewer, dataset=dataset)
+    chosen = paginate(len(visible), page)
+    pagination.set_headers(response, request, chosen)
     return [
         experiment_results.experiment_json(e, *experiment_results.systems_of(session, e))
-        for e in experiment_access.visible_experiments(session, viewer, dataset=dataset)
+        for e in visible[chosen.start : chosen.stop]
     ]
 
 

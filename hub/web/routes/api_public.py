@@ -11,16 +11,18 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 import anyio
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import StreamingResponse
 
 from hub.db import get_engine
 from hub.errors import BadRequest
 from hub.services import exports, irt_views, leaderboard
 from hub.storage import get_storage
+from hub.web import pagination
 from hub.web.deps import DatabaseId, SessionDep, ViewerDep
 from hub.web.inputs import parse_id
 from hub.web.openapi_docs import error_responses
+from hub.web.pagination import PageDep
 
 router = APIRouter(prefix="/api", tags=["public"], responses=error_responses(404))
 MAX_COMPARED_SYSTEMS = 20
@@ -64,8 +66,11 @@ def datasets() -> list[dict[str, Any]]:
 
 
 @router.get("/datasets/{name}")
-def dataset(name: str) -> dict[str, Any]:
-    return leaderboard.dataset_detail(name)
+def dataset(name: str, request: Request, response: Response, page: PageDep) -> dict[str, Any]:
+    """The manifest and one page of prompts; `pagination` has the counts and the `next`/`prev` links."""
+    detail = leaderboard.dataset_detail(name, page)
+    pagination.set_headers(response, request, detail["pagination"])
+    return {**detail, "pagination": pagination.links(request, detail["pagination"])}
 
 
 @router.get("/datasets/{name}/prompts/{prompt_id}")
@@ -96,11 +101,21 @@ def system(system_id: DatabaseId, session: SessionDep, viewer: ViewerDep) -> dic
 
 @router.get("/compare/{dataset}")
 def compare(
-    dataset: str, session: SessionDep, viewer: ViewerDep, systems: str | None = None, q: str | None = None
+    dataset: str,
+    request: Request,
+    response: Response,
+    session: SessionDep,
+    viewer: ViewerDep,
+    page: PageDep,
+    systems: str | None = None,
+    q: str | None = None,
 ) -> dict[str, Any]:
-    """`systems=1,2,3`: the systems side by side; `q`: keep prompts whose context or responses contain it."""
+    """`systems=1,2,3`: the systems side by side; `q`: keep prompts whose context or responses contain it; one page
+    of them (`matched` counts them all; `pagination` has the counts and the `next`/`prev` links)."""
     system_ids = _system_ids(systems)
-    return leaderboard.compare(session, get_storage(), dataset, system_ids, viewer, q=q)
+    compared = leaderboard.compare(session, get_storage(), dataset, system_ids, viewer, q=q, page=page)
+    pagination.set_headers(response, request, compared["pagination"])
+    return {**compared, "pagination": pagination.links(request, compared["pagination"])}
 
 
 @router.get("/downloads/{filename}")

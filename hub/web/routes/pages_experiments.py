@@ -18,7 +18,9 @@ from evaluation.dataset import installed_dataset_dirs
 from hub.errors import NotFound
 from hub.services import experiment_access, experiment_results, human_summaries
 from hub.services.exports import MEDIA_TYPES
+from hub.web import pagination
 from hub.web.deps import SessionDep, ViewerDep
+from hub.web.pagination import PageDep
 from hub.web.templating import render
 
 router = APIRouter(tags=["pages"], include_in_schema=False, default_response_class=HTMLResponse)
@@ -28,11 +30,20 @@ OUTCOME_COLORS = {"A": "#1f5fa8", "tie": "#8a94a0", "B": "#c07a1a"}
 
 
 @router.get("/experiments")
-def experiments_page(request: Request, session: SessionDep, viewer: ViewerDep, dataset: str | None = None):
+def experiments_page(
+    request: Request, session: SessionDep, viewer: ViewerDep, page: PageDep, dataset: str | None = None
+):
     dataset = dataset or None  # the filter form sends an empty value for "all datasets"
-    page = human_summaries.experiment_list(session, viewer, dataset=dataset)
-    query = f"?{urlencode({'dataset': dataset})}" if dataset else ""
-    return render(request, "experiments.html", {"viewer": viewer, "page": page, "json_url": f"/api/experiments{query}"})
+    listing = human_summaries.experiment_list(session, viewer, dataset=dataset, page=page)
+    params = {**({"dataset": dataset} if dataset else {}), **pagination.non_default(page)}
+    query = f"?{urlencode(params)}" if params else ""
+    context = {
+        "viewer": viewer,
+        "page": listing,
+        "pagination": pagination.links(request, listing["pagination"]),
+        "json_url": f"/api/experiments{query}",
+    }
+    return render(request, "experiments.html", context)
 
 
 def _outcome_chart(view: dict[str, Any]) -> dict[str, Any] | None:

@@ -16,7 +16,9 @@ from fastapi.responses import HTMLResponse
 from hub.errors import NotFound
 from hub.services import exports, irt_views, leaderboard
 from hub.storage import get_storage
+from hub.web import pagination
 from hub.web.deps import SessionDep, ViewerDep
+from hub.web.pagination import PageDep
 from hub.web.routes.api_public import MAX_COMPARED_SYSTEMS, _system_ids
 from hub.web.templating import render
 
@@ -46,13 +48,15 @@ def datasets_page(request: Request, viewer: ViewerDep):
 
 
 @router.get("/datasets/{name}")
-def dataset_page(request: Request, name: str, session: SessionDep, viewer: ViewerDep):
-    """The prompts, each with its discrimination in the newest IRT fit (statistics at `/irt/NAME`)."""
+def dataset_page(request: Request, name: str, session: SessionDep, viewer: ViewerDep, page: PageDep):
+    """The prompts (a page of them), each with its discrimination in the newest IRT fit (statistics at `/irt/NAME`)."""
+    detail = leaderboard.dataset_detail(name, page)
     context = {
         "viewer": viewer,
-        "dataset": leaderboard.dataset_detail(name),
+        "dataset": detail,
+        "pagination": pagination.links(request, detail["pagination"]),
         "discrimination": irt_views.discrimination_by_prompt(session, name),
-        "json_url": f"/api/datasets/{name}",
+        "json_url": _url(f"/api/datasets/{name}", **pagination.non_default(page)),
     }
     return render(request, "dataset.html", context)
 
@@ -209,12 +213,13 @@ def compare_page(
     dataset: str,
     session: SessionDep,
     viewer: ViewerDep,
+    page: PageDep,
     systems: Annotated[list[str] | None, Query()] = None,
     q: str | None = None,
 ):
     """`systems` as the API takes it (`1,2`) or repeated, as the form's checkboxes send it (`systems=1&systems=2`)."""
     system_ids = _system_ids(",".join(systems or []))
-    compared = leaderboard.compare(session, get_storage(), dataset, system_ids, viewer, q=q)
+    compared = leaderboard.compare(session, get_storage(), dataset, system_ids, viewer, q=q, page=page)
     ranked = leaderboard.leaderboard_rows(session, dataset, viewer)
     prompts = [
         {
@@ -230,8 +235,11 @@ def compare_page(
         "page": compared,
         "prompts": prompts,
         "choices": _choices(ranked, compared, system_ids),
+        "pagination": pagination.links(request, compared["pagination"]),
         "max_systems": MAX_COMPARED_SYSTEMS,
-        "json_url": _url(f"/api/compare/{dataset}", systems=",".join(map(str, system_ids)), q=q),
+        "json_url": _url(
+            f"/api/compare/{dataset}", systems=",".join(map(str, system_ids)), q=q, **pagination.non_default(page)
+        ),
     }
     return render(request, "compare.html", context)
 
