@@ -7,79 +7,24 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
-from contextlib import contextmanager
 
 import pytest
-import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from sqlmodel import Session, func, select
 
-from hub import db, jobs, settings, storage
-from hub.migrate import upgrade
 from hub.models import ApiToken, Experiment, System, User
-from hub.services.accounts import create_token, create_user
-from hub.web.app import create_app
-from tests.hub.conftest import DATASET, POSTGRES_ADMIN_URL, auth, responses_file, submitted_system
+from tests.hub.conftest import DATASET, auth, responses_file
+from tests.hub.seeded_hub import PASSWORD, seeded_hub
 
-PASSWORD = "correct horse battery"
 CSRF_FIELD = re.compile(r'name="csrf_token" value="([^"]+)"')
 HUGE = "99999999999999999999"  # > 2**64
 
 
-def _clear_caches() -> None:
-    for cached in (settings.get_settings, db.get_engine, storage.get_storage, jobs.get_huey, jobs.tasks):
-        cached.cache_clear()
-
-
-@contextmanager
-def _database(kind: str):
-    """A URL for a fresh database of `kind`, dropped afterwards (PostgreSQL skipped when it is down)."""
-    if kind == "sqlite":
-        yield ""  # the default: a SQLite file in HUB_DATA_DIR
-        return
-    admin = sa.create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    name = f"hub_test_{uuid.uuid4().hex[:12]}"
-    try:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    except sa.exc.OperationalError as exc:
-        pytest.skip(f"PostgreSQL not reachable at {POSTGRES_ADMIN_URL}: {exc.orig}")
-    try:
-        yield POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with admin.connect() as connection:
-            connection.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
-
-
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
 def hub(request, tmp_path_factory):
-    """One migrated hub per database for the whole module (the tests only add refused requests): a researcher and an
-    admin with tokens, and two public systems; yields (engine, tokens, system ids, app)."""
-    with _database(request.param) as url, pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HUB_DATA_DIR", str(tmp_path_factory.mktemp("hub-data")))
-        for name in ("HUB_DATABASE_URL", "HUB_STORAGE_URL", "HUB_QUEUE_URL"):
-            patch.delenv(name, raising=False)
-        if url:
-            patch.setenv("HUB_DATABASE_URL", url)
-        _clear_caches()
-        upgrade()
-        engine = db.get_engine()
-        tokens, ids = {}, {}
-        with Session(engine) as session:
-            for role in ("researcher", "admin"):
-                user = create_user(
-                    session, email=f"{role}@example.org", password=PASSWORD, display_name=role, is_admin=role == "admin"
-                )
-                tokens[role] = create_token(session, user, name="cli")[1]
-            for name in ("echo", "retrieval"):
-                ids[name] = submitted_system(session, name, user.id, True, [name] * 120).id
-        try:
-            yield engine, tokens, ids, create_app()
-        finally:
-            engine.dispose()
-            _clear_caches()
+    """One seeded hub per database for the module: (engine, tokens, system ids, app)."""
+    with seeded_hub(request.param, tmp_path_factory) as seeded:
+        yield seeded
 
 
 @pytest.fixture
