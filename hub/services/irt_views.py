@@ -53,6 +53,18 @@ def _better(pair: dict[str, Any]) -> dict[str, Any]:
     return {"better": pair[side], "better_id": pair[f"{side}_id"]}
 
 
+def _labels(systems: list[dict[str, Any]]) -> dict[int, str]:
+    """Id -> what pages show: the name, with the id where two shown systems share it (from before names had to be
+    unique)."""
+    counts: dict[str, int] = {}
+    for row in systems:
+        counts[row["system"]] = counts.get(row["system"], 0) + 1
+    return {
+        row["system_id"]: row["system"] if counts[row["system"]] == 1 else f"{row['system']} (#{row['system_id']})"
+        for row in systems
+    }
+
+
 def _band(rank: int, of: int) -> str:
     """`high` for the top quarter of prompts by discrimination, `low` for the bottom quarter, else `average`."""
     if rank <= math.ceil(of / 4):
@@ -69,7 +81,16 @@ def published_fit(session: Session, dataset_name: str) -> dict[str, Any] | None:
     if "anchor_id" not in report:  # stored before systems were identified by id: waits for its refit
         return None
     systems = [_system_row(row, shown[row["system_id"]]) for row in report["systems"] if row["system_id"] in shown]
-    pairs = [{**p, **_better(p)} for p in report["pairs"] if p["system_a_id"] in shown and p["system_b_id"] in shown]
+    label = _labels(systems)
+    for row in systems:
+        row["label"] = label[row["system_id"]]
+    pairs = [
+        {**p, **_better(p), "system_a_label": label[p["system_a_id"]], "system_b_label": label[p["system_b_id"]]}
+        for p in report["pairs"]
+        if p["system_a_id"] in shown and p["system_b_id"] in shown
+    ]
+    for pair in pairs:
+        pair["better_label"] = label.get(pair["better_id"])
     return {
         "fit_id": fit.id,
         "dataset": dataset_name,
@@ -169,7 +190,7 @@ def system_irt(session: Session, system: System) -> list[dict[str, Any]]:
                 "baselines_fitted": sum(1 for row in fit["systems"] if row["is_baseline"]),
                 "comparisons": comparisons,
                 "beats_baselines": [
-                    c["other"]["system"] for c in comparisons if c["other"]["is_baseline"] and c["verdict"] == "better"
+                    c["other"]["label"] for c in comparisons if c["other"]["is_baseline"] and c["verdict"] == "better"
                 ],
             }
         )

@@ -102,6 +102,9 @@ def test_two_public_systems_named_echo_keep_separate_irt_rows_flags_and_profiles
         assert result["system"]["system_id"] == ids[who]
         others = {c["other"]["system_id"] for c in result["comparisons"]}
         assert others == set(ids.values()) - {ids[who]}
+    page = client.get(f"/irt/{DATASET}", headers={"Accept": "text/html"}).text
+    for who in ("baseline", "researcher"):  # the page tells the namesakes apart
+        assert f'href="/systems/{ids[who]}">echo (#{ids[who]})</a>' in page
     systems = list(csv.DictReader(io.StringIO(client.get("/api/downloads/irt_systems.csv").text)))
     assert sorted(int(r["system_id"]) for r in systems) == sorted(ids.values())
     lines = client.get("/api/downloads/irt_pairs.jsonl").text.splitlines()

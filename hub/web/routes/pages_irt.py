@@ -26,7 +26,7 @@ def _ability_chart(fit: dict[str, Any]) -> dict[str, Any]:
     return {
         "title": f"IRT ability on {fit['dataset']} (0 = {fit['anchor']}; whiskers: 95% bootstrap interval)",
         "label": "ability",
-        "labels": [row["system"] for row in systems],
+        "labels": [row["label"] for row in systems],
         "values": [row["ability"] for row in systems],
         "kinds": ["baseline" if row["is_baseline"] else "public" for row in systems],
         "errors": [row["interval"] for row in systems],
