@@ -3,7 +3,10 @@ system profiles and leaderboards.
 
 The numbers are the experiment page's own (`experiment_results.results`: judgements of real pairs by raters not
 excluded, automatic ties included, through the toolkit's `summarize`), computed from one grouped count per
-experiment instead of every rating row. Only experiments the viewer may see (`can_view_experiment`) appear.
+experiment and rater instead of every rating row. Only experiments the viewer may see (`can_view_experiment`) appear.
+Judgements of raters the screening flagged are held out until an admin decides (`experiment_results.held_out_raters`),
+and the numbers of an experiment that is not closed carry `provisional: true` (a pooled leaderboard cell when any of
+its experiments is).
 """
 
 from __future__ import annotations
@@ -19,20 +22,23 @@ from sqlmodel import Session, col, select
 from evaluation.pairwise_results import summarize
 from hub.models import Experiment, ExperimentItem, ExperimentStatus, ItemKind, Rater, Rating, System, Task, User
 from hub.services.experiment_access import experiment_is_public, visible_experiments
-from hub.services.experiment_results import experiment_json
+from hub.services.experiment_results import experiment_json, held_out_raters, is_provisional
 from hub.services.pagination import PageRequest, paginate
 
-FLIP = {"A": "B", "B": "A", "tie": "tie"}
+HELD_OUT = "held_out"  # the key, in Counts, of the judgements held out (flagged raters awaiting a decision)
+FLIP = {"A": "B", "B": "A", "tie": "tie", HELD_OUT: HELD_OUT}
 Counts = dict[str, int]
 
 
 def outcome_counts(session: Session, experiment_ids: list[int]) -> dict[int, Counts]:
-    """Per experiment, how many kept judgements of real pairs said A, B or tie (what its page summarises)."""
+    """Per experiment, how many kept judgements of real pairs said A, B or tie (what its page summarises), and
+    under HELD_OUT how many were held out."""
     counts: dict[int, Counts] = defaultdict(dict)
     if not experiment_ids:
         return counts
+    held_out = held_out_raters(session, experiment_ids)
     query = (
-        select(Rating.experiment_id, Rating.outcome, func.count())
+        select(Rating.experiment_id, Rating.rater_id, Rating.outcome, func.count())
         .join(ExperimentItem, col(ExperimentItem.id) == col(Rating.item_id))
         .outerjoin(Rater, col(Rater.id) == col(Rating.rater_id))
         .where(
@@ -40,18 +46,21 @@ def outcome_counts(session: Session, experiment_ids: list[int]) -> dict[int, Cou
             ExperimentItem.kind == ItemKind.pair,
             or_(col(Rater.id).is_(None), ~col(Rater.excluded)),
         )
-        .group_by(col(Rating.experiment_id), col(Rating.outcome))
+        .group_by(col(Rating.experiment_id), col(Rating.rater_id), col(Rating.outcome))
     )
-    for experiment_id, outcome, count in session.exec(query):
-        counts[experiment_id][outcome] = count
+    for experiment_id, rater_id, outcome, count in session.exec(query):
+        key = HELD_OUT if rater_id in held_out.get(experiment_id, ()) else outcome
+        counts[experiment_id][key] = counts[experiment_id].get(key, 0) + count
     return counts
 
 
-def summary(counts: Counts, *, for_b: bool = False) -> dict[str, Any]:
-    """`summarize` of these outcomes, from system A's side, or from B's when `for_b` (A and B swapped)."""
+def summary(counts: Counts, *, for_b: bool = False, provisional: bool = False) -> dict[str, Any]:
+    """`summarize` of these outcomes, from system A's side, or from B's when `for_b` (A and B swapped), with
+    whether the numbers are provisional and how many judgements were held out."""
     won, lost = ("B", "A") if for_b else ("A", "B")
     repeats = [counts.get(won, 0), counts.get("tie", 0), counts.get(lost, 0)]
-    return summarize(np.repeat(np.array([1, 0, -1]), repeats)).to_dict()  # +1 = A better, 0 tie, -1 B better
+    summarized = summarize(np.repeat(np.array([1, 0, -1]), repeats)).to_dict()  # +1 = A better, 0 tie, -1 B better
+    return {**summarized, "provisional": provisional, "held_out_judgements": counts.get(HELD_OUT, 0)}
 
 
 def _progress(session: Session, experiment_ids: list[int]) -> dict[int, dict[str, int]]:
@@ -86,7 +95,13 @@ def experiment_list(
     for e in chosen:
         row = experiment_json(e, systems.get(e.system_a_id), systems.get(e.system_b_id))
         empty = {"tasks": 0, "assignments_needed": 0, "assignments_done": 0}
-        rows.append({**row, "progress": progress.get(e.id, empty), "summary": summary(counts.get(e.id, {}))})
+        rows.append(
+            {
+                **row,
+                "progress": progress.get(e.id, empty),
+                "summary": summary(counts.get(e.id, {}), provisional=is_provisional(e)),
+            }
+        )
     return {
         "dataset": dataset,
         "datasets": sorted({e.dataset_name for e in visible}),
@@ -124,6 +139,7 @@ def system_human(session: Session, system: System, viewer: User | None) -> list[
                 "title": e.title,
                 "dataset": e.dataset_name,
                 "status": e.status.value,
+                "provisional": is_provisional(e),
                 "is_public": experiment_is_public(session, e),
                 "side": "B" if for_b else "A",
                 "opponent": {
@@ -131,7 +147,7 @@ def system_human(session: Session, system: System, viewer: User | None) -> list[
                     "name": other.name if other else None,
                     "is_baseline": bool(other and other.is_baseline),
                 },
-                "summary": summary(counts.get(e.id, {}), for_b=for_b),
+                "summary": summary(counts.get(e.id, {}), for_b=for_b, provisional=is_provisional(e)),
                 "url": f"/experiments/{e.id}",
             }
         )
@@ -155,6 +171,7 @@ def leaderboard_human(
     counts = outcome_counts(session, [e.id for e in experiments])
     pooled: dict[tuple[int, int], Counts] = defaultdict(lambda: defaultdict(int))
     sources: dict[tuple[int, int], list[int]] = defaultdict(list)
+    provisional = {e.id for e in experiments if is_provisional(e)}
     for e in reversed(experiments):  # oldest first
         for mine, other, for_b in ((e.system_a_id, e.system_b_id, False), (e.system_b_id, e.system_a_id, True)):
             baseline = systems.get(other)
@@ -178,7 +195,7 @@ def leaderboard_human(
     cells: dict[int, dict[str, dict[str, Any]]] = defaultdict(dict)
     for (mine, other), ids in sources.items():
         cells[mine][column_key(other)] = {
-            **summary(dict(pooled[mine, other])),
+            **summary(dict(pooled[mine, other]), provisional=any(i in provisional for i in ids)),
             "experiment_ids": ids,
             "url": f"/experiments/{ids[0]}" if len(ids) == 1 else f"/experiments?{urlencode({'dataset': dataset})}",
         }

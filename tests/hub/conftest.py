@@ -147,3 +147,11 @@ def submitted_system(session: Session, name: str, owner_id: int, public: bool, l
     )
     session.commit()
     return system
+
+
+def human_paced(assignment, seconds: float = 90.0) -> None:
+    """Backdate a claimed assignment's start, so that submitting it now looks like a person's pace: the rater
+    screening flags under 2 s per judgement as too fast, and a flagged rater's judgements are held out."""
+    from datetime import timedelta
+
+    assignment.started_at = assignment.started_at - timedelta(seconds=seconds)

@@ -23,7 +23,7 @@ from evaluation.dataset import load_dataset
 from hub.models import Experiment, ItemKind, Rater
 from hub.services import assignments, raters
 from hub.web.app import create_app
-from tests.hub.conftest import DATASET, auth, new_experiment
+from tests.hub.conftest import DATASET, auth, human_paced, new_experiment
 
 PROMPTS = 24
 RATERS = ("careful-1", "careful-2", "tie-lover", "clicker")
@@ -68,6 +68,7 @@ def _rate(engine, experiment_id: int, seed: int = 11) -> int:
                 if item.kind in (ItemKind.pair, ItemKind.repeat):
                     given.setdefault((who, item.prompt_id), outcome)
                 choices[item.id] = "tie" if outcome == "tie" else SIDE[outcome][0 if item.left_is_a else 1]
+            human_paced(assignment)
             assignments.submit(session, assignment, choices)
             submitted += 1
     raise AssertionError("unreachable")

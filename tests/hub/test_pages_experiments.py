@@ -24,7 +24,7 @@ from hub.services.accounts import create_token, create_user
 from hub.services.demo import seed_baselines
 from hub.storage import get_storage
 from hub.web.app import create_app
-from tests.hub.conftest import DATASET, _clear_caches, auth, submitted_system
+from tests.hub.conftest import DATASET, _clear_caches, auth, human_paced, submitted_system
 
 HTML = {"Accept": "text/html"}
 ROLES = ("anonymous", "other", "owner", "admin")
@@ -64,6 +64,7 @@ def _rate(session: Session, experiment: Experiment, rater_name: str, tasks: int 
         items = assignments.task_items(session, assignment.task_id)
         wanted = {item.id: _wanted(rater_name, item.prompt_id) for item in items}
         choices = {item.id: _choice(wanted[item.id], bool(item.left_is_a)) for item in items}
+        human_paced(assignment)
         assignments.submit(session, assignment, choices)
         judged += [(rater_name, wanted[item.id]) for item in items if item.kind == ItemKind.pair]
     return judged

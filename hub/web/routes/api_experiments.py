@@ -157,4 +157,5 @@ def exclude(rater_id: DatabaseId, body: Exclusion, session: SessionDep, admin: U
         "excluded": rater.excluded,
         "exclusion_reason": rater.exclusion_reason,
         "blocked": rater.blocked,
+        "reviewed_at": rater.reviewed_at.isoformat() if rater.reviewed_at else None,
     }
