@@ -39,7 +39,8 @@ if str(REPO) not in sys.path:
 from evaluation.irt.information import expected_information  # noqa: E402
 from evaluation.irt.model import IrtFit, fit_pairwise_irt  # noqa: E402
 from evaluation.irt.sequential import SequentialTest, decision_boundary  # noqa: E402
-from evaluation.judgements import Judgements, read_chateval_votes  # noqa: E402
+from evaluation.judgements import Judgements  # noqa: E402
+from evaluation.ratings_files import read_chateval_votes  # noqa: E402
 
 DEFAULT_VOTES = REPO.parent / "shared" / "data" / "chateval" / "votes.csv"
 SPEARMAN_TARGET = 0.95

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from evaluation.irt.result import fit_report
-from evaluation.judgements import read_chateval_votes
+from evaluation.ratings_files import read_chateval_votes
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from evaluation.errors import InvalidInputError
-from evaluation.judgements import from_records, read_chateval_votes, read_ratings
+from evaluation.judgements import from_records
+from evaluation.ratings_files import read_chateval_votes, read_ratings
 
 EXPORT_FIELDS = [
     "rating_id",

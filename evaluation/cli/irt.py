@@ -16,7 +16,8 @@ from rich.table import Table
 from evaluation.cli.console import err, out
 from evaluation.errors import InvalidInputError
 from evaluation.irt.result import IrtReport, fit_report
-from evaluation.judgements import Judgements, read_chateval_votes, read_ratings
+from evaluation.judgements import Judgements
+from evaluation.ratings_files import read_chateval_votes, read_ratings
 
 SHOWN_PROMPTS = 5
 

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from evaluation.csv_cells import neutralise, restore
-from evaluation.judgements import read_ratings
+from evaluation.ratings_files import read_ratings
 from hub.models import Score, Submission
 from hub.services import exports
 from hub.services.accounts import create_user
