@@ -98,8 +98,11 @@ def held_out_raters(session: Session, experiment_ids: Iterable[int]) -> dict[int
     ids = list(experiment_ids)
     if not ids:
         return {}
-    experiments = {e.id: e for e in session.exec(select(Experiment).where(col(Experiment.id).in_(ids)))}
-    judged = _judged_by_experiment(session, ids)
+    query = select(Experiment).where(col(Experiment.id).in_(ids), Experiment.backend != Backend.imported)
+    experiments = {e.id: e for e in session.exec(query)}  # imported ones hold nothing out: their rows are not read
+    if not experiments:
+        return {}
+    judged = _judged_by_experiment(session, list(experiments))
     return {
         experiment_id: _held_out_of(experiments[experiment_id], rows, screening(session, rows))
         for experiment_id, rows in judged.items()
