@@ -85,3 +85,40 @@ def test_a_claim_takes_a_task_no_other_claim_holds_instead_of_waiting(postgres_e
     with Session(engine) as check:
         taken = {t.id: t.claimed for t in check.exec(select(Task).where(Task.experiment_id == experiment_id))}
     assert taken[first] == 0 and taken[assignment.task_id] == 1
+
+
+def test_claims_and_submits_give_their_connection_back_before_the_answer_is_checked(
+    hub_env, people, admin_user, baselines, monkeypatch
+):
+    """One thread and one connection: a claim that kept its connection while FastAPI checks its answer on a second
+    thread hop would leave the next request (holding the thread) waiting for that connection until the pool timeout
+    (503). Released first, every racing request is served."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.hub.conftest import auth, new_experiment
+
+    monkeypatch.setenv("HUB_DB_POOL_SIZE", "1")
+    monkeypatch.setenv("HUB_DB_MAX_OVERFLOW", "0")
+    monkeypatch.setenv("HUB_DB_POOL_TIMEOUT", "1")
+    monkeypatch.setenv("HUB_NEW_RATERS_PER_CLIENT", "1000/minute")
+    settings.get_settings.cache_clear()
+    db.get_engine.cache_clear()
+    experiment = new_experiment(db.get_engine(), admin_user, baselines)
+    with TestClient(create_app(), raise_server_exceptions=False) as client:
+        assert client.portal.call(lambda: anyio.to_thread.current_default_thread_limiter().total_tokens) == 1
+        created = client.post(f"/api/experiments/{experiment.id}/invites", headers=auth(people["admin"]), json={})
+        token = created.json()["token"]
+        url = f"/api/rate/{token}/claim"
+        with ThreadPoolExecutor(6) as pool:
+            claims = list(pool.map(lambda i: client.post(url, params={"rater_label": f"r{i}"}), range(6)))
+        assert [c.status_code for c in claims] == [200] * 6, [c.text for c in claims if c.status_code != 200]
+
+        def submit(task):
+            answers = {str(item["id"]): "left" for item in task["items"]}
+            return client.post(
+                f"/api/rate/{token}/assignments/{task['assignment_id']}", json={"key": task["key"], "choices": answers}
+            )
+
+        with ThreadPoolExecutor(6) as pool:
+            submits = list(pool.map(submit, [c.json() for c in claims]))
+        assert [s.status_code for s in submits] == [200] * 6, [s.text for s in submits if s.status_code != 200]
