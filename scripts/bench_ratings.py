@@ -502,10 +502,13 @@ def summarize_profile(raw: Path, top: int = 25) -> None:
 
 
 def errors_in_log(log: Path) -> Counter:
-    """The final line of every traceback in the server's log, counted."""
+    """The final line of every traceback in the server's log, and every 503's cause (the busy-database warning,
+    without its path), counted."""
     found: Counter = Counter()
     lines = log.read_text(errors="replace").splitlines()
     for i, line in enumerate(lines):
+        if "database busy or unavailable on" in line:
+            found["503: " + line.split(": ", 1)[-1][:200]] += 1
         if line.startswith("Traceback"):
             j = i + 1
             while j < len(lines) and (lines[j].startswith(" ") or not lines[j].strip()):
