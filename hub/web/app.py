@@ -8,11 +8,13 @@ from contextlib import asynccontextmanager
 
 import sqlalchemy.exc
 from fastapi import Depends, FastAPI, Request
+from fastapi.exception_handlers import request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.sessions import SessionMiddleware
 
-from hub.errors import HubError, ServiceUnavailable
+from hub.errors import HubError, ServiceUnavailable, UnprocessableInput
 from hub.migrate import upgrade
 from hub.settings import get_settings
 from hub.storage import get_storage
@@ -112,6 +114,15 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
         if getattr(exc, "retry_after", None):
             response.headers["Retry-After"] = str(exc.retry_after)
         return response
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError):
+        """FastAPI's own 422 (a path id out of range, a missing form field): JSON for the API, the error page for
+        browsers, naming the field either way."""
+        if not wants_html(request) or not exc.errors():
+            return await request_validation_exception_handler(request, exc)
+        first = exc.errors()[0]
+        return await hub_error(request, UnprocessableInput(str(first["msg"]), field=str(first["loc"][-1])))
 
     @app.exception_handler(sqlalchemy.exc.TimeoutError)
     @app.exception_handler(sqlalchemy.exc.OperationalError)

@@ -92,6 +92,12 @@ def test_huge_integer_in_admin_and_account_pages(client, path, field):
     assert_refused(response, field)
 
 
+def test_browsers_get_the_error_page_naming_the_field(client):
+    response = client.get(f"/submissions/{HUGE}", headers={"accept": "text/html"})
+    assert response.status_code == 422 and response.headers["content-type"].startswith("text/html")
+    assert "<code>submission_id</code>" in response.text
+
+
 def test_huge_integer_in_a_form_field(client):
     log_in(client, "admin")
     data = {"csrf_token": csrf(client, "/account"), "experiment_id": HUGE, "excluded": "true"}
@@ -246,3 +252,11 @@ def test_repeated_file_field_is_refused_by_the_submission_page(client, hub):
     assert response.status_code == 422, response.text[:500]
     assert f"responses[{DATASET}]" in response.text and "more than once" in response.text
     assert count(engine, System) == before
+
+
+def test_overlong_rejection_reason_is_refused(client, hub):
+    _, tokens, *_ = hub
+    response = client.post(
+        "/api/admin/submissions/1/reject", json={"reason": "x" * 2_001}, headers=auth(tokens["admin"])
+    )
+    assert_refused(response, "reason")

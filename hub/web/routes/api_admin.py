@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from hub.errors import Forbidden
 from hub.jobs import enqueue_evaluation
@@ -19,7 +19,7 @@ router = APIRouter(prefix="/api/admin", tags=["admin"], responses=error_response
 
 
 class Rejection(BaseModel):
-    reason: str
+    reason: str = Field(max_length=2_000, description="Shown to the submitter.")
 
 
 def _json(session, submission) -> dict[str, Any]:
