@@ -56,8 +56,9 @@ def system_ids(database) -> list[int]:
 
 
 def _settle(timeout: float) -> None:
-    """Wait (at most `timeout`) until the server has finished the routes of every request it received: no database
-    connection checked out. With the defect this never happens: the stalled answers keep theirs."""
+    """Wait (at most `timeout`) until no database connection is checked out: the routes of the stalled requests have
+    run (requests still queued for a request thread hold none; the first overview after this waits for them). With
+    the defect this never happens: the stalled answers keep their connections, and every overview fails."""
     deadline = time.monotonic() + timeout
     while db.get_engine().pool.checkedout() and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -88,6 +89,7 @@ def test_stalled_readers_hold_no_database_connection(system_ids, path):
             answering = wait_until_answering(readers, timeout=20)
             _settle(timeout=15)
             try:
+                _overview_seconds(host, port)  # waits, if need be, for requests still queued for a thread (CPU)
                 seconds = _overview_seconds(host, port)
             except OSError as exc:  # a timeout: the overview waited for a pooled connection
                 pytest.fail(f"/api/overview did not answer with {answering} of {STALLED} readers stalled: {exc}")
@@ -126,6 +128,7 @@ def test_stalled_uploads_hold_no_database_connection(database):
             time.sleep(1.0)  # let the server take every request as far as it goes: waiting for the body
             _settle(timeout=15)
             try:
+                _overview_seconds(host, port)
                 seconds = _overview_seconds(host, port)
             except OSError as exc:
                 pytest.fail(f"/api/overview did not answer with {STALLED} uploads stalled: {exc}")
