@@ -75,14 +75,15 @@ class BodyLimitMiddleware:
             return
 
         received = 0
-        started = False
+        started = exceeded = False
 
         async def counted_receive() -> Message:
-            nonlocal received
+            nonlocal received, exceeded
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
+                    exceeded = True
                     raise BodyTooLarge(limit)
             return message
 
@@ -90,6 +91,8 @@ class BodyLimitMiddleware:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
+                if exceeded:  # the app's error handler answered: close, so the server does not read the rest
+                    message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
             await send(message)
 
         try:

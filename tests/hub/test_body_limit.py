@@ -132,6 +132,7 @@ def test_chunked_oversized_body_is_refused_while_streaming(server, path):
     status, answer, _ = exchange(server, head, chunks, chunked=True)  # never sends the closing chunk
     assert status == 413, answer[:300]  # so the answer came while the body was still streaming
     assert f"{limit:,} bytes at most" in answer
+    assert "connection: close" in answer.lower()  # the server reads no more of it
 
 
 def test_oversized_upload_is_refused_and_nothing_is_stored(server, limits, parsed):
