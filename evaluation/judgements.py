@@ -14,7 +14,8 @@ RATINGS_SCHEMA_VERSION = 1
 REQUIRED_FIELDS = ("prompt_id", "system_a", "system_b", "outcome")
 # Every column of the hub's `ratings` download (schema version 1, documented in hub/services/exports.py), in order;
 # the reader needs only REQUIRED_FIELDS and uses system_a_id/system_b_id (the systems' identities), rater, auto_tie,
-# left, excluded, experiment_id and dataset if there.
+# left, excluded, held_out, experiment_id and dataset if there. A held-out row (a rater the hub's screening flagged,
+# awaiting an admin's decision) is left out of fits exactly like an excluded one: `excluded` holds either.
 RATINGS_EXPORT_FIELDS = (
     "rating_id",
     "experiment_id",
@@ -42,6 +43,8 @@ RATINGS_EXPORT_FIELDS = (
     "seconds_on_task",
     "excluded",
     "exclusion_reason",
+    "held_out",
+    "client_burst",
 )
 OUTCOMES = {"a": 1, "b": -1, "tie": 0}
 LEFT = {"a": 1, "b": 0}
@@ -117,7 +120,7 @@ class Judgements:
     outcome: np.ndarray  # (n,) int8 in {-1, 0, 1}
     auto_tie: np.ndarray  # (n,) bool
     left_is_a: np.ndarray  # (n,) int8 in {-1, 0, 1}
-    excluded: np.ndarray  # (n,) bool
+    excluded: np.ndarray  # (n,) bool: excluded by an admin, or held out (flagged, awaiting a decision)
     experiment: np.ndarray  # (n,) int32
     dataset: np.ndarray  # (n,) int32
     system_names: tuple[str, ...] = ()  # display name per system (defaults to the identity itself)
@@ -315,7 +318,9 @@ class JudgementsBuilder:
         columns["outcome"].append(outcome)
         columns["auto_tie"].append(auto_tie)
         columns["left_is_a"].append(left)
-        columns["excluded"].append(_flag(record.get("excluded"), "excluded", name=name, line=line))
+        excluded = _flag(record.get("excluded"), "excluded", name=name, line=line)
+        held_out = _flag(record.get("held_out"), "held_out", name=name, line=line)
+        columns["excluded"].append(excluded or held_out)
         columns["experiment"].append(self.index("experiments", "" if experiment is None else str(experiment)))
         dataset_label = "" if dataset is None else str(dataset)
         columns["dataset"].append(self.index("datasets", dataset_label))

@@ -8,7 +8,8 @@ Two rules keep unfinished or unchecked numbers from passing as final: an experim
 `provisional` (its numbers say so wherever they appear), and the judgements of a rater the automatic screening
 flags (any flag, whichever rule raised it) are held out of the public numbers until an admin decides on the rater
 (include or exclude: `raters.set_excluded`, audited, stamps `Rater.reviewed_at`). The ratings download still lists
-every rating (it is the raw record), and the dataset's IRT fit is made from it.
+every rating (it is the raw record) with `held_out: true` on those rows, and the dataset's IRT fit, made from it,
+leaves them out like excluded rows.
 Imported experiments (the original ChatEval's published votes) are kept as published.
 """
 
@@ -92,21 +93,38 @@ def _held_out_of(experiment: Experiment, judged: list[JudgedRating], rows: list[
     }
 
 
-def held_out_raters(session: Session, experiment_ids: Iterable[int]) -> dict[int, set[int]]:
-    """Per experiment, the ids of raters whose judgements stay out of public numbers: flagged by the automatic
-    screening of that experiment and not yet decided on by an admin (an excluded rater is left out anyway)."""
+@dataclass(frozen=True)
+class Screened:
+    """What an experiment's screening publishes with its ratings: the raters held out, and per rater (public hash)
+    how many raters its client created within a minute of it (the screening's `client_burst`)."""
+
+    held_out: set[int]
+    client_bursts: dict[str, int]
+
+
+def screened(session: Session, experiment_ids: Iterable[int]) -> dict[int, Screened]:
+    """Per experiment with judgements (imported ones excepted: they hold nothing out, their rows are not read)."""
     ids = list(experiment_ids)
     if not ids:
         return {}
     query = select(Experiment).where(col(Experiment.id).in_(ids), Experiment.backend != Backend.imported)
-    experiments = {e.id: e for e in session.exec(query)}  # imported ones hold nothing out: their rows are not read
+    experiments = {e.id: e for e in session.exec(query)}
     if not experiments:
         return {}
-    judged = _judged_by_experiment(session, list(experiments))
-    return {
-        experiment_id: _held_out_of(experiments[experiment_id], rows, screening(session, rows))
-        for experiment_id, rows in judged.items()
-    }
+    found = {}
+    for experiment_id, rows in _judged_by_experiment(session, list(experiments)).items():
+        rater_rows = screening(session, rows)
+        found[experiment_id] = Screened(
+            held_out=_held_out_of(experiments[experiment_id], rows, rater_rows),
+            client_bursts={quality["rater"]: quality["client_burst"] for quality in rater_rows},
+        )
+    return found
+
+
+def held_out_raters(session: Session, experiment_ids: Iterable[int]) -> dict[int, set[int]]:
+    """Per experiment, the ids of raters whose judgements stay out of public numbers: flagged by the automatic
+    screening of that experiment and not yet decided on by an admin (an excluded rater is left out anyway)."""
+    return {experiment_id: found.held_out for experiment_id, found in screened(session, experiment_ids).items()}
 
 
 def _rows(judged: list[JudgedRating]) -> list:

@@ -1,10 +1,11 @@
 """Published IRT fits: a dataset's public pair judgements (excluded raters left out, automatic ties counted in the
 tie rate) fitted with the toolkit's pairwise IRT model, refitted by a job only when the judgements changed.
 
-The fit reads exactly the pair rows of the public `ratings` download (excluded ones too: the fit leaves them out and
-counts them), systems identified by id, so `chateval irt fit --ratings ratings.jsonl --dataset NAME --anchor ID`
-refits every published number (abilities, bootstrap and rank intervals, pairwise tests) from the download: the
-fit puts the judgements in a canonical order first, so the order of the rows does not matter.
+The fit reads exactly the pair rows of the public `ratings` download (excluded and held-out ones too: the fit leaves
+both out alike and counts them as excluded), systems identified by id, so
+`chateval irt fit --ratings ratings.jsonl --dataset NAME --anchor ID` refits every published number (abilities,
+bootstrap and rank intervals, pairwise tests) from the download: the fit puts the
+judgements in a canonical order first, so the order of the rows does not matter.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ MIN_JUDGEMENTS = 20  # fewer say nothing a reader should see as a ranking
 
 
 def public_judgement_rows(session: Session, dataset_name: str) -> list[dict[str, Any]]:
-    """The dataset's pair rows of the ratings download, excluded ones included (flagged)."""
+    """The dataset's pair rows of the ratings download, excluded and held-out ones included (flagged)."""
     return [row for row in ratings_rows(session, dataset_name) if row["item_kind"] == "pair"]
 
 
@@ -36,7 +37,7 @@ def digest(rows: list[dict[str, Any]]) -> str:
     """What the fit depends on; the report version is part of it, so a new report format refits every dataset."""
     from evaluation.irt.result import REPORT_VERSION
 
-    key = [(r["rating_id"], r["outcome"], r["auto_tie"], r["excluded"]) for r in rows]
+    key = [(r["rating_id"], r["outcome"], r["auto_tie"], r["excluded"] or r["held_out"]) for r in rows]
     return hashlib.sha256(json.dumps([REPORT_VERSION, key]).encode()).hexdigest()
 
 
@@ -67,7 +68,7 @@ def refit(
 
     with Session(engine) as session:
         rows = public_judgement_rows(session, dataset_name)
-        judged = sum(1 for r in rows if not r["auto_tie"] and not r["excluded"])
+        judged = sum(1 for r in rows if not (r["auto_tie"] or r["excluded"] or r["held_out"]))
         rows_digest = digest(rows)
         previous = latest_fit(session, dataset_name)
         if previous is not None and previous.judgements_digest == rows_digest:

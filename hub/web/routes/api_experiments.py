@@ -12,6 +12,7 @@ from hub.errors import Forbidden
 from hub.models import Backend
 from hub.services import experiment_access, experiment_results, experiments, irt_plan, raters
 from hub.services.pagination import paginate
+from hub.services.rater_decisions import decide_on_rater
 from hub.storage import get_storage
 from hub.web import pagination
 from hub.web.deps import DatabaseId, SessionDep, UserDep, ViewerDep
@@ -142,7 +143,7 @@ class Exclusion(BaseModel):
 @router.post("/api/raters/{rater_id}/exclusion")
 def exclude(rater_id: DatabaseId, body: Exclusion, session: SessionDep, admin: UserDep) -> dict[str, Any]:
     """Exclude a rater's judgements from results (reversible; the ratings stay, flagged), optionally block them."""
-    rater = raters.set_excluded(
+    rater = decide_on_rater(
         session,
         admin,
         rater_id,

@@ -15,6 +15,7 @@ from hub.models import Backend, Experiment, RaterInvite, Submission, System, Use
 from hub.services import experiment_results, experiments, raters
 from hub.services.adaptive import AdaptiveOptions
 from hub.services.leaderboard import list_datasets
+from hub.services.rater_decisions import decide_on_rater
 from hub.settings import get_settings
 from hub.storage import get_storage
 from hub.web.csrf import CsrfDep
@@ -226,6 +227,6 @@ def rater_exclusion(
     block: Annotated[bool, Form()] = False,
 ):
     def exclude(admin: User):
-        raters.set_excluded(session, admin, rater_id, excluded=excluded, reason=reason, block=_blocker(block))
+        decide_on_rater(session, admin, rater_id, excluded=excluded, reason=reason, block=_blocker(block))
 
     return _act(request, viewer, exclude, experiment_id)
