@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -297,3 +297,18 @@ def screen(ratings: Iterable[RatingRow], thresholds: ScreeningThresholds | None 
             by_rater[row.rater].append(row)
     by_item = _coraters(rows)
     return [_measure(rater, rater_rows, by_item, thresholds) for rater, rater_rows in by_rater.items()]
+
+
+BURST_FLAG_ABOVE = 3  # more raters than this created from one client within a minute of each other: flagged
+
+
+def with_client_bursts(screening: list[dict[str, Any]], bursts: Mapping[Hashable, int]) -> list[dict[str, Any]]:
+    """Screening rows (RaterQuality dicts) with `client_burst`: how many raters the rater's client created within a
+    minute of it (1 when not known), flagged above BURST_FLAG_ABOVE. Only the hub can count bursts (it alone knows the
+    clients); its ratings download carries each rater's count, so the flag can be recomputed from the download."""
+    for quality in screening:
+        burst = quality["client_burst"] = bursts.get(quality["rater"], 1)
+        if burst > BURST_FLAG_ABOVE:
+            quality["flags"].append(f"one of {burst} raters created from one client within a minute")
+            quality["flag_codes"].append("client_burst")
+    return screening

@@ -259,3 +259,37 @@ def test_runs_as_a_script(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "Experiment 7 on ncm: A = Cakechat, B = NCM" in done.stdout
     assert "Cohen's weighted kappa" in done.stdout and "Fleiss' kappa" in done.stdout
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_held_out_rows_are_left_out_and_bursts_flagged(capsys, tmp_path, fmt):
+    """The hub's download marks a flagged rater's rows `held_out` (awaiting an admin) and carries each rater's
+    `client_burst`: the script leaves held-out rows out of every figure, as the experiment page does, and raises the
+    burst flag over 3 raters from one client."""
+    ratings = [
+        {
+            **r,
+            "held_out": r["rater"] == "h71",
+            "client_burst": None if r["rater"] is None else 5 if r["rater"] == "h72" else 1,
+        }
+        for r in make_ratings()
+        if r["experiment_id"] == 7
+    ]
+    fields = [*FIELDS, "held_out", "client_burst"]
+    if fmt == "jsonl":
+        path = tmp_path / "ratings.jsonl"
+        with path.open("w", encoding="utf-8") as handle:
+            handle.write(json.dumps({"schema_version": 1, "kind": "ratings", "fields": fields}) + "\n")
+            handle.writelines(json.dumps(r) + "\n" for r in ratings)
+    else:
+        path = write_csv(tmp_path / "ratings.csv", ratings, fields=fields)
+    (report,) = run_json(capsys, "--ratings", path)["experiments"]
+    counted = [r for r in ratings if not r["held_out"]]
+    expected = expected_figures(counted)
+    for key in ("results", "results_without_excluded", "agreement"):
+        assert report[key] == expected[key], key
+    held = [r for r in ratings if r["held_out"] and r["item_kind"] == "pair"]
+    assert held and report["held_out"] == {"raters": 1, "judgements": len(held)}
+    bursts = {q["rater"]: q["flags"] for q in report["flagged_raters"]}
+    assert "one of 5 raters created from one client within a minute" in bursts["h72"]
+    assert report["raters"] == 5  # held-out raters are still screened

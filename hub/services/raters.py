@@ -30,7 +30,6 @@ from hub.settings import get_settings
 INVITE_PREFIX = "cei_"
 DEFAULT_MAX_RATERS, MAX_MAX_RATERS = 50, 100_000
 BURST_WINDOW = timedelta(minutes=1)
-BURST_FLAG_ABOVE = 3  # more raters than this from one client within BURST_WINDOW of each other: flagged
 
 
 def public_hash(backend: str, external_id: str) -> str:
@@ -140,14 +139,11 @@ def client_bursts(session: Session, public_hashes: Iterable[str]) -> dict[str, i
 
 
 def with_client_bursts(session: Session, screening: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The screening rows (RaterQuality dicts) with `client_burst`, flagged above BURST_FLAG_ABOVE."""
-    bursts = client_bursts(session, [q["rater"] for q in screening])
-    for quality in screening:
-        burst = quality["client_burst"] = bursts.get(quality["rater"], 1)
-        if burst > BURST_FLAG_ABOVE:
-            quality["flags"].append(f"one of {burst} raters created from one client within a minute")
-            quality["flag_codes"].append("client_burst")
-    return screening
+    """The screening rows (RaterQuality dicts) with `client_burst`, the hub's count of each rater's burst
+    (`evaluation.rater_quality.with_client_bursts` flags it)."""
+    from evaluation.rater_quality import with_client_bursts as flag_bursts
+
+    return flag_bursts(screening, client_bursts(session, [q["rater"] for q in screening]))
 
 
 def _token_sha256(token: str) -> str:

@@ -1,7 +1,7 @@
 """The README's promise, checked against the hub itself: `scripts/analyze_ratings.py` run on the public ratings
 download reproduces the experiment page's numbers (GET /api/experiments/{id}): wins / ties / losses, win rates and
-their intervals, the sign test, Cohen's and Fleiss' kappa with and without the excluded rater, and the admin's rater
-screening table.
+their intervals, the sign test, Cohen's and Fleiss' kappa with and without the excluded rater, the admin's rater
+screening table (burst counts included) and the judgements held out while a flagged rater awaits an admin's decision.
 
 Four hub raters share the tasks (three per task) of echo vs retrieval: two careful raters who mostly agree, one who
 prefers ties, and a random clicker who fails attention checks, answers repeats inconsistently and is then excluded.
@@ -107,8 +107,9 @@ def _check_page_against_download(client, token: str, experiment_id: int, folder:
         _close(report.results_without_excluded.to_dict(), page["summary"], f"{fmt}: summary")
         _close(report.results.to_dict(), page["summary_all_raters"], f"{fmt}: summary_all_raters")
         _close(report.agreement.to_dict(), page["agreement"], f"{fmt}: agreement")
-        _close([q.to_dict() for q in report.screening], page["raters"], f"{fmt}: raters")
+        _close(report.screening_table(), page["raters"], f"{fmt}: raters")  # burst counts and flags included
         assert report.automatic_ties == page["progress"]["auto_ties"]
+        assert report.held_out == {k: page["held_out"][k] for k in ("raters", "judgements")}, fmt
         reports.append(report)
     return page, reports[0]
 

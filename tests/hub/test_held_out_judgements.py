@@ -22,6 +22,7 @@ from hub.models import Experiment, Rater
 from hub.services import assignments, irt_fits, raters
 from hub.web.app import create_app
 from tests.hub.conftest import DATASET, auth, human_paced, new_experiment
+from tests.hub.test_analyze_ratings_page import _check_page_against_download
 
 SIDE = {"A": ("left", "right"), "B": ("right", "left")}
 BOOTSTRAP = 30
@@ -68,7 +69,7 @@ def _download(client: TestClient, fmt: str, experiment_id: int) -> list[dict]:
 
 
 def test_raters_created_in_a_burst_are_held_out_on_the_page_and_flagged_in_the_download(
-    hub_env, people, admin_user, baselines
+    hub_env, people, admin_user, baselines, tmp_path
 ):
     experiment = new_experiment(
         hub_env, admin_user, baselines, prompt_ids=load_dataset(DATASET).prompt_ids[:12], raters_per_prompt=5
@@ -99,6 +100,10 @@ def test_raters_created_in_a_burst_are_held_out_on_the_page_and_flagged_in_the_d
             assert bursts == {**{hashes[b]: 4 for b in burst}, hashes[single]: 1}, fmt
             pairs = [r for r in rows if r["item_kind"] == "pair" and r["held_out"] != true]
             assert public["summary"]["n"] == len(pairs), fmt  # the page counts exactly the rows not held out
+
+        page, report = _check_page_against_download(client, people["admin"], experiment.id, tmp_path)
+        assert report.held_out == {"raters": 4, "judgements": page["held_out"]["judgements"]}
+        assert page["held_out"]["judgements"] > 0
 
         released = client.post(
             f"/api/raters/{burst[0]}/exclusion", json={"excluded": False}, headers=auth(people["admin"])
