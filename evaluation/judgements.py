@@ -44,7 +44,6 @@ RATINGS_EXPORT_FIELDS = (
     "excluded",
     "exclusion_reason",
     "held_out",
-    "client_burst",
 )
 OUTCOMES = {"a": 1, "b": -1, "tie": 0}
 LEFT = {"a": 1, "b": 0}

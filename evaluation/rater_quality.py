@@ -300,15 +300,17 @@ def screen(ratings: Iterable[RatingRow], thresholds: ScreeningThresholds | None 
 
 
 BURST_FLAG_ABOVE = 3  # more raters than this created from one client within a minute of each other: flagged
+BURST_FLAG_CODE = "client_burst"  # the flag code, and the screening row's key holding the count
 
 
 def with_client_bursts(screening: list[dict[str, Any]], bursts: Mapping[Hashable, int]) -> list[dict[str, Any]]:
     """Screening rows (RaterQuality dicts) with `client_burst`: how many raters the rater's client created within a
     minute of it (1 when not known), flagged above BURST_FLAG_ABOVE. Only the hub can count bursts (it alone knows the
-    clients); its ratings download carries each rater's count, so the flag can be recomputed from the download."""
+    clients), and only its admins see them: the count links raters from one client, so no public view or download
+    carries it and the flag cannot be recomputed from the ratings download."""
     for quality in screening:
-        burst = quality["client_burst"] = bursts.get(quality["rater"], 1)
+        burst = quality[BURST_FLAG_CODE] = bursts.get(quality["rater"], 1)
         if burst > BURST_FLAG_ABOVE:
             quality["flags"].append(f"one of {burst} raters created from one client within a minute")
-            quality["flag_codes"].append("client_burst")
+            quality["flag_codes"].append(BURST_FLAG_CODE)
     return screening

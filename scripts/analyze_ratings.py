@@ -3,8 +3,7 @@
 Reads the ratings export (JSONL or CSV, kind "ratings", schema version 1; minimal third-party files with only
 prompt_id, system_a, system_b, outcome and rater work too) and prints, per experiment: wins / ties / losses of
 system A, win rate with its Wilson interval, the sign test, Cohen's weighted kappa (mean over rater pairs) and
-Fleiss' kappa, each with and without the excluded ratings, and how many raters screening flags (the hub's burst
-flag recomputed from each row's `client_burst`). It uses nothing
+Fleiss' kappa, each with and without the excluded ratings, and how many raters screening flags. It uses nothing
 but the file and the `evaluation` library's pure functions, so the figures can be checked and extended.
 
     python scripts/analyze_ratings.py --ratings ratings.jsonl [--experiment ID] [--json]
@@ -12,7 +11,9 @@ but the file and the `evaluation` library's pure functions, so the figures can b
 Which rows count: only item_kind "pair" rows (or rows without item_kind) are judgements of the two systems;
 automatic ties (identical responses, no rater) count as ties in the results but take no part in agreement. Rows
 marked `held_out` (a rater the hub's screening flagged, awaiting an admin's decision) are left out of every figure,
-as on the experiment page, but still screened.
+as on the experiment page, but still screened. The hub's own screening flag for raters created in a burst from one
+client is not recomputed: it rests on the raters' client addresses, which the download never carries (they would
+link raters), so a held-out rater may show no flag here; that flag is for admins only.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from evaluation.agreement import AgreementFigures, AgreementSummary, agreement
 from evaluation.csv_cells import restore
 from evaluation.errors import EvaluationError, InvalidInputError, NotFoundError
 from evaluation.pairwise_results import OUTCOMES, PairwiseSummary, summarize
-from evaluation.rater_quality import KINDS, RaterQuality, RatingRow, screen, with_client_bursts
+from evaluation.rater_quality import KINDS, RaterQuality, RatingRow, screen
 
 REQUIRED = ("prompt_id", "system_a", "system_b", "outcome", "rater")
 BOOLEAN_FIELDS = ("auto_tie", "excluded", "held_out")
@@ -103,12 +104,11 @@ def _read_csv(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             for name in BOOLEAN_FIELDS:
                 if name in record:
                     fields[name] = _parse_bool(record[name], path, number, name)
-            for name, kind in (("seconds_on_task", float), ("client_burst", int)):
-                if fields.get(name) is not None:
-                    try:
-                        fields[name] = kind(fields[name])
-                    except ValueError:
-                        raise InvalidInputError(f"{name} must be a number", path=path, line=number) from None
+            if fields.get("seconds_on_task") is not None:
+                try:
+                    fields["seconds_on_task"] = float(fields["seconds_on_task"])
+                except ValueError:
+                    raise InvalidInputError("seconds_on_task must be a number", path=path, line=number) from None
             yield number, fields
 
 
@@ -182,12 +182,7 @@ class ExperimentReport:
     screening: list[RaterQuality]
     automatic_ties: int
     checks: int
-    client_bursts: dict[str, int]
     held_out: dict[str, int]  # raters and pair judgements left out while awaiting an admin's decision
-
-    def screening_table(self) -> list[dict[str, Any]]:
-        """The screening as the hub's admin page shows it: each rater's figures, burst count and flags."""
-        return with_client_bursts([q.to_dict() for q in self.screening], self.client_bursts)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -201,9 +196,7 @@ class ExperimentReport:
             "results_without_excluded": self.results_without_excluded.to_dict(),
             "agreement": self.agreement.to_dict(),
             "raters": len(self.screening),
-            "flagged_raters": [
-                {"rater": q["rater"], "flags": q["flags"]} for q in self.screening_table() if q["flags"]
-            ],
+            "flagged_raters": [{"rater": q.rater, "flags": q.flags} for q in self.screening if q.flagged],
             "held_out": self.held_out,
         }
 
@@ -232,7 +225,6 @@ def analyze(ratings: list[Rating], *, confidence: float = 0.95) -> ExperimentRep
         screening=screen([r.row for r in ratings]),
         automatic_ties=len(pairs) - len(rated),
         checks=sum(1 for r in ratings if r.kind != "pair"),
-        client_bursts={r.fields["rater"]: r.fields["client_burst"] for r in ratings if r.fields.get("client_burst")},
         held_out={"raters": len({r.fields["rater"] for r in held_out}), "judgements": len(held_out)},
     )
 
@@ -270,7 +262,7 @@ def render(report: ExperimentReport) -> str:
         ("Cohen's weighted kappa", _cohen(agree.with_excluded), _cohen(agree.without_excluded)),
         ("Fleiss' kappa", _fleiss(agree.with_excluded), _fleiss(agree.without_excluded)),
     ]
-    flagged = [q for q in report.screening_table() if q["flags"]]
+    flagged = [q for q in report.screening if q.flagged]
     lines = [
         f"Experiment {report.experiment}{dataset}: A = {report.system_a}, B = {report.system_b}",
         f"  {a.n} pair judgements (automatic ties: {report.automatic_ties}), quality-check rows: {report.checks}, "
@@ -279,7 +271,7 @@ def render(report: ExperimentReport) -> str:
         f"  {'':26}{'all ratings':32}without excluded",
         *(f"  {name:26}{left:32}{right}" for name, left, right in table),
         f"  raters flagged by screening: {len(flagged)} of {len(report.screening)}",
-        *(f"    {q['rater']}: {'; '.join(q['flags'])}" for q in flagged),
+        *(f"    {q.rater}: {'; '.join(q.flags)}" for q in flagged),
         f"  {a.signature}",
         f"  {agree.signature}",
     ]

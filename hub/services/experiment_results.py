@@ -93,17 +93,10 @@ def _held_out_of(experiment: Experiment, judged: list[JudgedRating], rows: list[
     }
 
 
-@dataclass(frozen=True)
-class Screened:
-    """What an experiment's screening publishes with its ratings: the raters held out, and per rater (public hash)
-    how many raters its client created within a minute of it (the screening's `client_burst`)."""
-
-    held_out: set[int]
-    client_bursts: dict[str, int]
-
-
-def screened(session: Session, experiment_ids: Iterable[int]) -> dict[int, Screened]:
-    """Per experiment with judgements (imported ones excepted: they hold nothing out, their rows are not read)."""
+def held_out_raters(session: Session, experiment_ids: Iterable[int]) -> dict[int, set[int]]:
+    """Per experiment, the ids of raters whose judgements stay out of public numbers: flagged by the automatic
+    screening of that experiment and not yet decided on by an admin (an excluded rater is left out anyway).
+    Imported experiments hold nothing out: their rows are not read."""
     ids = list(experiment_ids)
     if not ids:
         return {}
@@ -111,20 +104,10 @@ def screened(session: Session, experiment_ids: Iterable[int]) -> dict[int, Scree
     experiments = {e.id: e for e in session.exec(query)}
     if not experiments:
         return {}
-    found = {}
-    for experiment_id, rows in _judged_by_experiment(session, list(experiments)).items():
-        rater_rows = screening(session, rows)
-        found[experiment_id] = Screened(
-            held_out=_held_out_of(experiments[experiment_id], rows, rater_rows),
-            client_bursts={quality["rater"]: quality["client_burst"] for quality in rater_rows},
-        )
-    return found
-
-
-def held_out_raters(session: Session, experiment_ids: Iterable[int]) -> dict[int, set[int]]:
-    """Per experiment, the ids of raters whose judgements stay out of public numbers: flagged by the automatic
-    screening of that experiment and not yet decided on by an admin (an excluded rater is left out anyway)."""
-    return {experiment_id: found.held_out for experiment_id, found in screened(session, experiment_ids).items()}
+    return {
+        experiment_id: _held_out_of(experiments[experiment_id], rows, screening(session, rows))
+        for experiment_id, rows in _judged_by_experiment(session, list(experiments)).items()
+    }
 
 
 def _rows(judged: list[JudgedRating]) -> list:

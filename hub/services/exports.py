@@ -38,8 +38,8 @@ Fields per kind (timestamps are ISO 8601):
   import), task_id, assignment_id, external_assignment_id, created_at, submitted_at, seconds_on_task (whole task),
   excluded and exclusion_reason (an admin's exclusion: the rows stay, flagged), held_out (true while the rater's
   screening flagged them and no admin has decided: public numbers and the IRT fit leave these rows out, like
-  excluded ones), client_burst (how many raters the rater's client created within a minute of it, the screening's
-  burst count; over 3 is a flag; empty for automatic ties).
+  excluded ones). Nothing derived from raters' client addresses is published (the screening's burst flag, raters
+  created from one client, is shown to admins only).
 - `irt_systems`, `irt_pairs`, `irt_prompts`: the newest IRT fit of every dataset with public judgements, one row per
   system (ability with its bootstrap interval, rank and rank interval, tier, judgements, anchor), per pair of
   systems (system_a_id, system_a, system_b_id, system_b: systems are identified by id, names are labels; difference

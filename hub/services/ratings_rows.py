@@ -1,11 +1,12 @@
 """Rows of the public `ratings` download: every rating of every public experiment, excluded raters included
 (flagged, with the reason), held-out raters included (flagged `held_out`: the screening flagged them and no admin has
 decided yet, so public numbers leave them out), automatic ties included (flagged). Raters appear only as salted
-hashes; `client_burst` is the screening's count of raters created from the rater's client within a minute."""
+hashes. Nothing derived from raters' clients is published (no client hash, no burst count: they would link raters
+from one client); the burst flag stays on the admin's screening table."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from sqlmodel import Session, col, select
@@ -13,7 +14,7 @@ from sqlmodel import Session, col, select
 from evaluation.judgements import RATINGS_EXPORT_FIELDS
 from hub.models import Assignment, Experiment, ExperimentItem, Rater, Rating, System
 from hub.services.experiment_access import experiment_is_public
-from hub.services.experiment_results import Screened, screened
+from hub.services.experiment_results import held_out_raters
 
 BATCH = 500
 FIELDS = RATINGS_EXPORT_FIELDS
@@ -33,9 +34,9 @@ def rating_row(
     assignment: Assignment | None,
     experiment: Experiment,
     names: dict[int, str],
-    screening: Screened | None = None,
+    held_out: Collection[int] = (),
 ) -> dict[str, Any]:
-    """One row; `screening` is the experiment's (None: nothing held out, every known rater a burst of 1)."""
+    """One row; `held_out` holds the ids of the experiment's raters held out (flagged, awaiting an admin)."""
     left = None if item.left_is_a is None or rating.auto_tie else ("A" if item.left_is_a else "B")
     return {
         "rating_id": rating.id,
@@ -64,8 +65,7 @@ def rating_row(
         "seconds_on_task": assignment.seconds_on_task if assignment else None,
         "excluded": bool(rater and rater.excluded),
         "exclusion_reason": rater.exclusion_reason if rater and rater.excluded else None,
-        "held_out": bool(rater and screening and rater.id in screening.held_out),
-        "client_burst": (screening.client_bursts.get(rater.public_hash, 1) if screening else 1) if rater else None,
+        "held_out": bool(rater and rater.id in held_out),
     }
 
 
@@ -73,7 +73,7 @@ def ratings_rows(session: Session, dataset: str | None = None) -> Iterator[dict[
     """Every row of the download, or only those of one dataset's experiments."""
     names = {s.id: s.name for s in session.exec(select(System))}
     for experiment in public_experiments(session, dataset):
-        screening = screened(session, [experiment.id]).get(experiment.id)
+        held_out = held_out_raters(session, [experiment.id]).get(experiment.id, set())
         query = (
             select(Rating, ExperimentItem, Rater, Assignment)
             .join(ExperimentItem, col(ExperimentItem.id) == col(Rating.item_id))
@@ -84,4 +84,4 @@ def ratings_rows(session: Session, dataset: str | None = None) -> Iterator[dict[
             .execution_options(yield_per=BATCH)
         )
         for rating, item, rater, assignment in session.exec(query):
-            yield rating_row(rating, item, rater, assignment, experiment, names, screening)
+            yield rating_row(rating, item, rater, assignment, experiment, names, held_out)

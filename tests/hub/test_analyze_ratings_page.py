@@ -1,7 +1,8 @@
 """The README's promise, checked against the hub itself: `scripts/analyze_ratings.py` run on the public ratings
 download reproduces the experiment page's numbers (GET /api/experiments/{id}): wins / ties / losses, win rates and
 their intervals, the sign test, Cohen's and Fleiss' kappa with and without the excluded rater, the admin's rater
-screening table (burst counts included) and the judgements held out while a flagged rater awaits an admin's decision.
+screening table (all but the burst count and flag, which rest on client addresses the download never carries) and the
+judgements held out while a flagged rater awaits an admin's decision.
 
 Four hub raters share the tasks (three per task) of echo vs retrieval: two careful raters who mostly agree, one who
 prefers ties, and a random clicker who fails attention checks, answers repeats inconsistently and is then excluded.
@@ -20,6 +21,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from evaluation.dataset import load_dataset
+from evaluation.rater_quality import BURST_FLAG_CODE
 from hub.models import Experiment, ItemKind, Rater
 from hub.services import assignments, raters
 from hub.web.app import create_app
@@ -90,6 +92,20 @@ def _close(got, want, where: str = "") -> None:
         assert got == want, f"{where}: {got!r} != {want!r}"
 
 
+def _without_client_bursts(screening: list[dict]) -> list[dict]:
+    """The admin's screening table less what rests on raters' client addresses: the `client_burst` count and the
+    burst flag (its entry in the aligned `flags` and `flag_codes`). The download never carries them (the count links
+    raters created from one client), so the script cannot recompute them; every other key is compared."""
+    table = []
+    for quality in screening:
+        kept = [i for i, code in enumerate(quality["flag_codes"]) if code != BURST_FLAG_CODE]
+        row = {key: value for key, value in quality.items() if key != BURST_FLAG_CODE}
+        row["flags"] = [quality["flags"][i] for i in kept]
+        row["flag_codes"] = [quality["flag_codes"][i] for i in kept]
+        table.append(row)
+    return table
+
+
 def _check_page_against_download(client, token: str, experiment_id: int, folder: Path) -> tuple[dict, object]:
     """The script's figures from each download format equal the page's; returns the page and the JSONL report."""
     page = client.get(f"/api/experiments/{experiment_id}", headers=auth(token))
@@ -107,7 +123,8 @@ def _check_page_against_download(client, token: str, experiment_id: int, folder:
         _close(report.results_without_excluded.to_dict(), page["summary"], f"{fmt}: summary")
         _close(report.results.to_dict(), page["summary_all_raters"], f"{fmt}: summary_all_raters")
         _close(report.agreement.to_dict(), page["agreement"], f"{fmt}: agreement")
-        _close(report.screening_table(), page["raters"], f"{fmt}: raters")  # burst counts and flags included
+        # client_burst (count and flag) is not compared: an admin-only signal from client addresses, not downloadable
+        _close([q.to_dict() for q in report.screening], _without_client_bursts(page["raters"]), f"{fmt}: raters")
         assert report.automatic_ties == page["progress"]["auto_ties"]
         assert report.held_out == {k: page["held_out"][k] for k in ("raters", "judgements")}, fmt
         reports.append(report)
