@@ -14,6 +14,7 @@ from hub.services.accounts import user_for_token
 from hub.services.rate_limits import client_address
 from hub.web.inputs import DatabaseId  # noqa: F401 (the routes import it from here)
 from hub.web.sessions import logged_in_user
+from hub.web.threads import ends_transaction
 
 SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 """The request's session, closed when the route returns and before the answer is sent: a slow or stalled client never
@@ -26,6 +27,7 @@ def _bearer_token(request: Request) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
+@ends_transaction
 def optional_user(request: Request, session: SessionDep) -> User | None:
     """The caller: an API token (Authorization: Bearer ...) or the logged-in browser session, else None."""
     token = _bearer_token(request)

@@ -1,31 +1,39 @@
-"""As many request threads as pooled database connections, so that no request thread waits on the pool.
+"""Request threads and the request session's connection: a request holds a pooled connection only while one of its
+threads runs, never while it waits for a thread (or for the client).
 
-Starlette runs every sync route on anyio's default thread limiter (40 threads). With fewer pooled connections (10 + 10
-by default), the extra threads wait inside SQLAlchemy's pool, whose waiters are not served in order: a connection
-given back goes to whichever thread asks first, so under a burst an unlucky request waits out the whole pool timeout
-(scripts/bench_ratings.py: p99 of 30 s for claims and submits, once every claim for a whole run). With one thread per
-connection, requests beyond that wait for a thread instead, in arrival order, and each thread finds a connection.
+FastAPI runs a sync route in several thread hops, each waiting for anyio's default thread limiter: every sync
+dependency (`optional_user` looks up the caller), the route itself, and the check of its answer against its return
+type. A session left in a transaction at the end of one hop kept its connection while the request waited for the next
+hop's thread; under a burst every thread was taken by a request waiting for a connection and every connection by a
+request waiting for a thread, until the pool timeout (scripts/bench_ratings.py: 503s, p99 of 30 s). So every hop that
+was given the request session ends its transaction in its own thread before the thread is given back: the route
+(`RequestSessionRoute`, the route class of every router) and the dependencies that use the session
+(`@ends_transaction`). The session's close at the end of the request (its own thread, no limiter) then finds no
+connection to give back.
 
-A request's session is closed just after its route returns, on another thread (FastAPI's dependency exit), so for a
-moment a connection is still out while the thread already serves the next request: a fifth of the connections (at
-least one) are kept for such closing sessions."""
+Request threads are as many as pooled connections: a thread that needs a connection finds one (every connection out
+belongs to a running thread), and requests beyond that wait for a thread, in arrival order, not inside the pool, whose
+waiters are not served in order."""
 
 from __future__ import annotations
 
-from typing import TypeVar
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import anyio.to_thread
-from sqlmodel import Session
+from fastapi.routing import APIRoute
+from sqlalchemy.orm import Session
 
 from hub.settings import HubSettings
 
-Answer = TypeVar("Answer")
+Call = TypeVar("Call", bound=Callable[..., Any])
 
 
 def request_threads(settings: HubSettings) -> int:
-    """The pooled connections less those kept for closing sessions (one thread at least)."""
-    connections = settings.db_pool_size + settings.db_max_overflow
-    return max(1, connections - max(1, connections // 5))
+    """One request thread per pooled connection."""
+    return max(1, settings.db_pool_size + settings.db_max_overflow)
 
 
 def limit_request_threads(settings: HubSettings) -> int:
@@ -35,13 +43,27 @@ def limit_request_threads(settings: HubSettings) -> int:
     return limiter.total_tokens
 
 
-def release_connection(session: Session, answer: Answer) -> Answer:
-    """End the request session's transaction, so its connection goes back to the pool, and return the route's answer.
+def ends_transaction(call: Call) -> Call:
+    """Wrap a sync route or dependency: when it returns or raises, every Session it was given ends its transaction
+    (a rollback, as closing the session would: what a route committed is kept, what it left unsaved is not), so its
+    connection goes back to the pool before the thread does. Objects stay attached and load again if read later."""
+    if inspect.iscoroutinefunction(call) or inspect.isgeneratorfunction(call) or inspect.isasyncgenfunction(call):
+        return call
 
-    FastAPI checks a sync route's answer against its return type on another thread hop, and closes the request session
-    only after that: a request that still holds its connection then waits for a thread. Under a burst every thread was
-    taken by a request waiting for a connection, and every connection by a request waiting for a thread, until the
-    pool timeout (scripts/bench_ratings.py: p99 of 30 s, once no judgement for a whole run). The hot routes (claim,
-    submit) end their transaction first."""
-    session.commit()
-    return answer
+    @functools.wraps(call)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return call(*args, **kwargs)
+        finally:
+            for value in (*args, *kwargs.values()):
+                if isinstance(value, Session):
+                    value.rollback()
+
+    return wrapper  # type: ignore[return-value]
+
+
+class RequestSessionRoute(APIRoute):
+    """The route class of every router: a sync route ends its request session's transaction in its own thread."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, ends_transaction(endpoint), **kwargs)

@@ -14,8 +14,11 @@ from hub.services import audit, review
 from hub.web.deps import DatabaseId, SessionDep, UserDep
 from hub.web.openapi_docs import error_responses
 from hub.web.routes.api_submissions import submission_json
+from hub.web.threads import RequestSessionRoute
 
-router = APIRouter(prefix="/api/admin", tags=["admin"], responses=error_responses(403, 404, 409))
+router = APIRouter(
+    route_class=RequestSessionRoute, prefix="/api/admin", tags=["admin"], responses=error_responses(403, 404, 409)
+)
 
 
 class Rejection(BaseModel):

@@ -9,8 +9,9 @@ from fastapi import APIRouter
 from hub.models import User
 from hub.services import accounts
 from hub.web.deps import DatabaseId, SessionDep, UserDep
+from hub.web.threads import RequestSessionRoute
 
-router = APIRouter(prefix="/api/admin/users", tags=["admin"])
+router = APIRouter(route_class=RequestSessionRoute, prefix="/api/admin/users", tags=["admin"])
 
 
 def user_json(user: User) -> dict[str, Any]:

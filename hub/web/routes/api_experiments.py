@@ -19,8 +19,9 @@ from hub.web.deps import DatabaseId, SessionDep, UserDep, ViewerDep
 from hub.web.inputs import QueryId
 from hub.web.openapi_docs import error_responses
 from hub.web.pagination import PageDep
+from hub.web.threads import RequestSessionRoute
 
-router = APIRouter(tags=["human evaluation"], responses=error_responses(403, 404, 409))
+router = APIRouter(route_class=RequestSessionRoute, tags=["human evaluation"], responses=error_responses(403, 404, 409))
 
 
 def _backend_launch(experiment):

@@ -23,8 +23,9 @@ from hub.web.deps import DatabaseId, SessionDep, ViewerDep
 from hub.web.inputs import parse_id
 from hub.web.openapi_docs import error_responses
 from hub.web.pagination import PageDep
+from hub.web.threads import RequestSessionRoute
 
-router = APIRouter(prefix="/api", tags=["public"], responses=error_responses(404))
+router = APIRouter(route_class=RequestSessionRoute, prefix="/api", tags=["public"], responses=error_responses(404))
 MAX_COMPARED_SYSTEMS = 20
 # Downloads built at once per process; the others wait for a turn without a thread or a database connection, so a
 # crowd of downloads leaves the pool to the pages.

@@ -14,8 +14,14 @@ from hub.storage import get_storage
 from hub.web.deps import DatabaseId, SessionDep, UserDep, ViewerDep
 from hub.web.openapi_docs import SUBMISSION_FORM, error_responses
 from hub.web.submission_form import system_form, uploads
+from hub.web.threads import RequestSessionRoute
 
-router = APIRouter(prefix="/api/submissions", tags=["submissions"], responses=error_responses(403, 404, 409))
+router = APIRouter(
+    route_class=RequestSessionRoute,
+    prefix="/api/submissions",
+    tags=["submissions"],
+    responses=error_responses(403, 404, 409),
+)
 
 
 def submission_json(submission: Submission, system: System, scores: list[Score], *, private: bool) -> dict[str, Any]:

@@ -22,8 +22,9 @@ from hub.web.inputs import DatabaseId
 from hub.web.sessions import log_in, log_out, session_id
 from hub.web.submission_form import system_form, uploads
 from hub.web.templating import render
+from hub.web.threads import RequestSessionRoute
 
-router = APIRouter(tags=["pages"], include_in_schema=False)
+router = APIRouter(route_class=RequestSessionRoute, tags=["pages"], include_in_schema=False)
 TextField = Annotated[str, Form()]
 # While the worker is busy the status page reloads itself; other states change only on a person's action.
 ACTIVE = {SubmissionStatus.approved, SubmissionStatus.evaluating}

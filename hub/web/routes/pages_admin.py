@@ -19,8 +19,9 @@ from hub.web.csrf import CsrfDep
 from hub.web.deps import SessionDep, ViewerDep
 from hub.web.inputs import DatabaseId
 from hub.web.routes.pages_account import error_page, login_redirect, page
+from hub.web.threads import RequestSessionRoute
 
-router = APIRouter(prefix="/admin", tags=["admin pages"], include_in_schema=False)
+router = APIRouter(route_class=RequestSessionRoute, prefix="/admin", tags=["admin pages"], include_in_schema=False)
 SAMPLE_SIZE = 3  # responses shown per queued submission: enough to spot copies, junk or the wrong file
 AUDIT_ROWS = 200
 

@@ -23,8 +23,9 @@ from hub.web.deps import SessionDep, ViewerDep
 from hub.web.inputs import DatabaseId, FormId
 from hub.web.routes.api_experiments import _backend_launch, _blocker
 from hub.web.routes.pages_account import error_page, login_redirect, page
+from hub.web.threads import RequestSessionRoute
 
-router = APIRouter(prefix="/admin", tags=["admin pages"], include_in_schema=False)
+router = APIRouter(route_class=RequestSessionRoute, prefix="/admin", tags=["admin pages"], include_in_schema=False)
 FORM_FIELDS = (
     "dataset",
     "system_a_id",

@@ -22,8 +22,11 @@ from hub.web import pagination
 from hub.web.deps import SessionDep, ViewerDep
 from hub.web.pagination import PageDep
 from hub.web.templating import render
+from hub.web.threads import RequestSessionRoute
 
-router = APIRouter(tags=["pages"], include_in_schema=False, default_response_class=HTMLResponse)
+router = APIRouter(
+    route_class=RequestSessionRoute, tags=["pages"], include_in_schema=False, default_response_class=HTMLResponse
+)
 # A better, B better: the site's accent and a warm contrast; ties grey. The chart spec needs them as values; the
 # table swatches in hub/static/app.css (.exp-a, .exp-tie, .exp-b) must use the same colours.
 OUTCOME_COLORS = {"A": "#1f5fa8", "tie": "#8a94a0", "B": "#c07a1a"}

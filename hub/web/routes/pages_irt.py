@@ -12,8 +12,11 @@ from fastapi.responses import HTMLResponse
 from hub.services import irt_views
 from hub.web.deps import SessionDep, ViewerDep
 from hub.web.templating import render
+from hub.web.threads import RequestSessionRoute
 
-router = APIRouter(tags=["pages"], include_in_schema=False, default_response_class=HTMLResponse)
+router = APIRouter(
+    route_class=RequestSessionRoute, tags=["pages"], include_in_schema=False, default_response_class=HTMLResponse
+)
 
 
 def prompt_url(dataset: str, prompt_id: str) -> str:

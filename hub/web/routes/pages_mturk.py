@@ -21,8 +21,9 @@ from hub.services import assignments, mturk
 from hub.web.deps import DatabaseId, SessionDep
 from hub.web.routes.pages_rating import choices_from_form, render_task
 from hub.web.templating import render
+from hub.web.threads import RequestSessionRoute
 
-router = APIRouter(tags=["rating"], include_in_schema=False)
+router = APIRouter(route_class=RequestSessionRoute, tags=["rating"], include_in_schema=False)
 MTURK_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 

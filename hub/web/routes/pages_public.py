@@ -21,8 +21,11 @@ from hub.web.deps import SessionDep, ViewerDep
 from hub.web.pagination import PageDep
 from hub.web.routes.api_public import MAX_COMPARED_SYSTEMS, _system_ids
 from hub.web.templating import render
+from hub.web.threads import RequestSessionRoute
 
-router = APIRouter(tags=["pages"], include_in_schema=False, default_response_class=HTMLResponse)
+router = APIRouter(
+    route_class=RequestSessionRoute, tags=["pages"], include_in_schema=False, default_response_class=HTMLResponse
+)
 SAFE_LINK_SCHEMES = ("http://", "https://")
 
 

@@ -18,9 +18,9 @@ from hub.services.rate_limits import client_address
 from hub.web.deps import DatabaseId, SessionDep
 from hub.web.openapi_docs import error_responses
 from hub.web.templating import render
-from hub.web.threads import release_connection
+from hub.web.threads import RequestSessionRoute
 
-router = APIRouter(tags=["rating"], responses=error_responses(403, 404, 409))
+router = APIRouter(route_class=RequestSessionRoute, tags=["rating"], responses=error_responses(403, 404, 409))
 CHOICE_LABELS = {
     TieMode.single: (("left", "Reply 1 is better"), ("tie", "Tie"), ("right", "Reply 2 is better")),
     TieMode.split: (
@@ -190,8 +190,7 @@ def api_claim(request: Request, token: str, session: SessionDep, rater_label: st
     assignment = assignments.claim_task(session, experiment, rater)
     if assignment is None:
         raise NotFound("nothing left to rate for this rater")
-    answer = task_json(assignment, experiment, assignments.task_items(session, assignment.task_id))
-    return release_connection(session, answer)
+    return task_json(assignment, experiment, assignments.task_items(session, assignment.task_id))
 
 
 @router.post("/api/rate/{token}/assignments/{assignment_id}")
@@ -200,5 +199,4 @@ def api_submit(token: str, assignment_id: DatabaseId, body: RatingSubmission, se
     assignment = assignments.assignment_for_key(session, assignment_id, body.key)
     _check_invite_owns(session, invite, assignment)
     done = assignments.submit(session, assignment, body.choices)
-    answer = {"assignment_id": done.id, "completion_code": done.completion_code, "status": done.status}
-    return release_connection(session, answer)
+    return {"assignment_id": done.id, "completion_code": done.completion_code, "status": done.status}
