@@ -5,27 +5,50 @@ Counting is done by the `limits` library (fixed windows) in a store every server
 when `HUB_QUEUE_URL` is redis://, otherwise a small SQLite file in data_dir (`SQLiteStorage` below: one UPSERT per
 hit, atomic across processes), or `HUB_RATE_LIMIT_URL` (e.g. memory:// for a single process). The limits are
 settings in `limits` notation (`10/15 minutes`, several joined by `;`).
+
+A store that cannot be reached (Redis down) never makes a request fail with 500: the limits on token use and new
+raters are then skipped (a warning, counted in `unavailable_counts`), while login and sign-up, whose limits are what
+stops password guessing and bulk accounts, answer 503 with Retry-After until the store is back.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import random
 import sqlite3
 import threading
 import time
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from limits import RateLimitItem, parse_many
+from limits.errors import StorageError
 from limits.storage import Storage, storage_from_string
 from limits.strategies import FixedWindowRateLimiter
 
-from hub.errors import TooManyRequests
+from hub.errors import ServiceUnavailable, TooManyRequests
 from hub.settings import get_settings
+
+log = logging.getLogger(__name__)
+Result = TypeVar("Result")
+STORE_TIMEOUT_SECONDS = 1.0  # a Redis that does not answer (not just refuses) costs a request at most this
+STORE_RETRY_AFTER_SECONDS = 30
+_unavailable: Counter[str] = Counter()
+
+
+class LimitsUnavailable(ServiceUnavailable):
+    """The rate limit store cannot be reached, and the limit must not be skipped (login, sign-up)."""
+
+    retry_after = STORE_RETRY_AFTER_SECONDS
+
+
+_unavailable_lock = threading.Lock()
 
 
 class SQLiteStorage(Storage):
@@ -112,7 +135,13 @@ def storage_url() -> str:
 
 @lru_cache(maxsize=8)
 def _limiter(url: str, prefix: str) -> FixedWindowRateLimiter:
-    options = {"key_prefix": prefix} if url.startswith(("redis://", "rediss://")) else {}
+    options: dict[str, Any] = {"wrap_exceptions": True}  # every store error is a limits StorageError
+    if url.startswith(("redis://", "rediss://")):
+        options |= {
+            "key_prefix": prefix,
+            "socket_connect_timeout": STORE_TIMEOUT_SECONDS,
+            "socket_timeout": STORE_TIMEOUT_SECONDS,
+        }
     return FixedWindowRateLimiter(storage_from_string(url, **options))
 
 
@@ -123,11 +152,13 @@ def limiter() -> FixedWindowRateLimiter:
 
 @dataclass(frozen=True)
 class Rule:
-    """What is counted (`setting` names its limits in HubSettings) and what the refused caller is told."""
+    """What is counted (`setting` names its limits in HubSettings) and what the refused caller is told.
+    `fail_open`: while the store is unreachable the event is let through uncounted (else: 503)."""
 
     name: str
     setting: str
     message: str
+    fail_open: bool = False
 
     def items(self) -> list[RateLimitItem]:
         return parse_many(getattr(get_settings(), self.setting))
@@ -136,8 +167,34 @@ class Rule:
 LOGIN_ACCOUNT = Rule("login-account", "login_failures_per_account", "too many failed logins for this account")
 LOGIN_CLIENT = Rule("login-client", "login_failures_per_client", "too many failed logins from your address")
 SIGNUP_CLIENT = Rule("signup-client", "signups_per_client", "too many sign-ups from your address")
-TOKEN_CLIENT = Rule("token-client", "token_failures_per_client", "too many invalid API tokens from your address")
-RATER_CLIENT = Rule("rater-client", "new_raters_per_client", "too many new raters from your address")
+TOKEN_CLIENT = Rule(
+    "token-client", "token_failures_per_client", "too many invalid API tokens from your address", fail_open=True
+)
+RATER_CLIENT = Rule("rater-client", "new_raters_per_client", "too many new raters from your address", fail_open=True)
+
+
+def unavailable_counts() -> Counter[str]:
+    """How often each rule was skipped in this process because its store could not be reached."""
+    with _unavailable_lock:
+        return Counter({rule.name: 0 for rule in (TOKEN_CLIENT, RATER_CLIENT)}) + _unavailable
+
+
+def _guarded(rule: Rule, count: Callable[..., Result], *args: Any) -> Result | None:
+    """`count(*args)` against the store; if the store is unreachable, let a fail-open rule through (None) or refuse."""
+    try:
+        return count(*args)
+    except StorageError as exc:
+        if not rule.fail_open:
+            log.warning("rate limit store unavailable, %s refused: %s", rule.name, exc.storage_error)
+            raise LimitsUnavailable("the hub cannot check its rate limits just now; try again in a moment") from exc
+        with _unavailable_lock:
+            _unavailable[rule.name] += 1
+            skipped = _unavailable[rule.name]
+        if skipped == 1 or skipped % 100 == 0:  # a warning, not one per request while the store is down
+            log.warning(
+                "rate limit store unavailable, %s not counted (%d times): %s", rule.name, skipped, exc.storage_error
+            )
+        return None
 
 
 def _key(value: str) -> str:
@@ -146,8 +203,10 @@ def _key(value: str) -> str:
 
 
 def _refuse(rule: Rule, item: RateLimitItem, key: str) -> TooManyRequests:
-    reset_at = limiter().get_window_stats(item, rule.name, key).reset_time
-    wait = max(1, math.ceil(reset_at - time.time()))
+    try:
+        wait = max(1, math.ceil(limiter().get_window_stats(item, rule.name, key).reset_time - time.time()))
+    except StorageError:  # the store went away just now: the window's whole length
+        wait = item.get_expiry()
     when = f"{math.ceil(wait / 60)} minute(s)" if wait > 90 else f"{wait} seconds"
     return TooManyRequests(f"{rule.message}; try again in {when}", retry_after=wait)
 
@@ -156,7 +215,7 @@ def check(rule: Rule, value: str) -> None:
     """Raise TooManyRequests (with the seconds to wait) if any limit of `rule` is used up for `value`."""
     key = _key(value)
     for item in rule.items():
-        if not limiter().test(item, rule.name, key):
+        if _guarded(rule, limiter().test, item, rule.name, key) is False:
             raise _refuse(rule, item, key)
 
 
@@ -164,14 +223,14 @@ def hit(rule: Rule, value: str) -> None:
     """Count one event (a failure, a sign-up) against every limit of `rule` for `value`."""
     key = _key(value)
     for item in rule.items():
-        limiter().hit(item, rule.name, key)
+        _guarded(rule, limiter().hit, item, rule.name, key)
 
 
 def take(rule: Rule, value: str) -> None:
     """Count one event and refuse it if that goes over a limit (for events limited whether they succeed or not)."""
     key = _key(value)
     for item in rule.items():
-        if not limiter().hit(item, rule.name, key):
+        if _guarded(rule, limiter().hit, item, rule.name, key) is False:
             raise _refuse(rule, item, key)
 
 

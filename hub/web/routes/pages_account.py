@@ -10,7 +10,7 @@ from fastapi.responses import RedirectResponse, Response
 from sqlmodel import Session, col, select
 from starlette.concurrency import run_in_threadpool
 
-from hub.errors import HubError, TooManyRequests
+from hub.errors import HubError
 from hub.models import Score, Submission, SubmissionStatus, System, User
 from hub.services import accounts, rate_limits
 from hub.services.leaderboard import finite, list_datasets
@@ -71,7 +71,7 @@ def _limits_note() -> dict[str, str]:
 
 
 def with_retry_after(response: Response, exc: HubError) -> Response:
-    if isinstance(exc, TooManyRequests):
+    if getattr(exc, "retry_after", None):  # a rate limit ran out (429) or its store is unreachable (503)
         response.headers["Retry-After"] = str(exc.retry_after)
     return response
 
