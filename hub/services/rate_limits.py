@@ -75,6 +75,7 @@ class SQLiteStorage(Storage):
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=False)
             db.execute("PRAGMA busy_timeout=10000")
+            db.execute("PRAGMA synchronous=NORMAL")  # WAL: no fsync per hit (a crash may lose the last counts only)
             self._local.db = db
         return db
 

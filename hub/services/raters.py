@@ -73,6 +73,7 @@ def invite_rater(session: Session, invite: RaterInvite, *, client: str, label: s
     existing = session.exec(query).first()
     if existing is not None:
         return existing
+    session.rollback()  # no connection held while the limiter's store is asked (a file or a remote Redis)
     rate_limits.take(rate_limits.RATER_CLIENT, client)
     _take_place(session, invite)
     rater = Rater(backend="hub", external_id=external_id, public_hash=public_hash("hub", external_id), **fields)
