@@ -21,6 +21,15 @@ process: the same claim -> submit loop through the services directly (one thread
 
 Target (reported, not asserted): > 300 judgements/s on PostgreSQL, zero lost or duplicated ratings.
 Usage: python scripts/bench_ratings.py [--db sqlite|postgres|both] [--raters 100] [--seconds 20] [--workers 2]
+       [--pace SECONDS]
+
+Reading the latencies: with no pause (the default) the raters are a closed loop that always has 100 requests in
+flight, so by Little's law the mean latency is raters / requests per second, whatever the server does; what tells a
+stall from plain queueing for the CPU is whether the requests per second stay at the server's capacity (compare
+--raters 10) and whether the database connections are busy while requests wait. On PostgreSQL the steady phase
+samples pg_stat_activity: "idle in transaction" connections are connections held by a request that is not running
+(waiting for a thread or for the client): a stall. `--pace S` models people: a rater spends S seconds per judgement
+between claiming a task and submitting it.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections import Counter
@@ -226,6 +236,10 @@ class Phase:
     resent_acknowledged: int = 0  # submissions acknowledged only on a resend
     raters_out_of_work: int = 0
     downtime_s: float | None = None
+    connection_states: Counter = field(default_factory=Counter)  # pg_stat_activity: state -> sum over samples
+    samples: int = 0
+    idle_in_transaction_ms: list[float] = field(default_factory=list)  # how long each such connection had been so
+    long_idle_statements: Counter = field(default_factory=Counter)  # the last statement of those idle over 200 ms
 
 
 def retry_delay(reply: httpx.Response) -> float:
@@ -247,6 +261,7 @@ async def rater(
     invites: list[str],
     phase: Phase,
     acks: list[Ack],
+    pace: float = 0.0,
 ) -> None:
     rng = random.Random(index)
     label = f"rater-{index:03d}"
@@ -268,6 +283,7 @@ async def rater(
                 continue
             phase.claim_ms.append((time.perf_counter() - started) * 1000)
             if reply.status_code == 404:  # nothing left for this rater in this experiment
+                phase.errors["claim: 404, rater moves to the next experiment (not an error)"] += 1
                 k += 1
                 continue
             if reply.status_code != 200:
@@ -277,6 +293,10 @@ async def rater(
             task = reply.json()
             answers = {item["id"]: rng.choice(task["choices"]) for item in task["items"]}
             pending, resent = (invites[k], task["assignment_id"], task["key"], answers), False
+            if pace:  # a person reading and judging each item
+                await asyncio.sleep(max(0.0, min(pace * len(answers), phase.deadline - time.monotonic())))
+                if time.monotonic() >= phase.deadline:
+                    break
         token, assignment_id, key, answers = pending
         started = time.perf_counter()
         try:
@@ -308,14 +328,14 @@ async def rater(
 
 
 async def run_phase(
-    server: Server, invites: list[str], raters: int, phase: Phase, acks: list[Ack], crash: bool
+    server: Server, invites: list[str], raters: int, phase: Phase, acks: list[Ack], crash: bool, pace: float = 0.0
 ) -> None:
     limits = httpx.Limits(max_connections=raters + 10, max_keepalive_connections=raters + 10)
     async with httpx.AsyncClient(base_url=server.base_url, limits=limits, timeout=60) as client:
         started = time.monotonic()
         phase.deadline = started + phase.seconds
         crasher = asyncio.create_task(crash_midway(server, phase)) if crash else None
-        await asyncio.gather(*(rater(i, client, invites, phase, acks) for i in range(raters)))
+        await asyncio.gather(*(rater(i, client, invites, phase, acks, pace) for i in range(raters)))
         if crasher is not None:
             await crasher
         phase.seconds = phase.deadline - started
@@ -331,6 +351,44 @@ async def crash_midway(server: Server, phase: Phase) -> None:
     await asyncio.to_thread(server.wait_ready)
     phase.downtime_s = time.monotonic() - killed
     phase.deadline = time.monotonic() + phase.seconds / 2
+
+
+@contextmanager
+def sample_connections(url: str, phase: Phase, every: float = 0.1):
+    """While inside, count the states of the server's PostgreSQL connections (pg_stat_activity) every `every` s."""
+    import sqlalchemy as sa
+
+    if not url.startswith("postgresql"):
+        yield
+        return
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    done = threading.Event()
+    query = sa.text(
+        "SELECT coalesce(state, 'none'), 1000 * extract(epoch FROM clock_timestamp() - state_change), "
+        "left(regexp_replace(query, '\\s+', ' ', 'g'), 90) "
+        "FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+    )
+
+    def sample() -> None:
+        with engine.connect() as connection:
+            while not done.wait(every):
+                rows = connection.execute(query).all()
+                phase.connection_states.update(state for state, _, _ in rows)
+                idle = [(float(ms), query) for state, ms, query in rows if state == "idle in transaction"]
+                phase.idle_in_transaction_ms += [ms for ms, _ in idle]
+                phase.long_idle_statements.update(query for ms, query in idle if ms > 200)
+                phase.samples += 1
+                connection.rollback()
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        yield
+    finally:
+        done.set()
+        sampler.join(timeout=5)
+        engine.dispose()
 
 
 # ---- the reference: the services directly, one thread ----------------------------------------------------
@@ -549,14 +607,16 @@ def bench_database(kind: str, args: argparse.Namespace) -> dict:
                 acks: list[Ack] = []
                 steady = Phase("steady", args.seconds)
                 profiler = start_profiler(server, args.profile, kind, args.seconds) if args.profile else None
-                asyncio.run(run_phase(server, invites, args.raters, steady, acks, crash=False))
-                report_phase(steady)
+                print(f"load average before the run: {os.getloadavg()[0]:.1f}", flush=True)
+                with sample_connections(url, steady):
+                    asyncio.run(run_phase(server, invites, args.raters, steady, acks, crash=False, pace=args.pace))
+                report_phase(steady, args.raters)
                 if profiler is not None:
                     profiler.wait(timeout=args.seconds + 60)
                     summarize_profile(args.profile / f"{kind}.txt")
                 crashed = Phase("kill -9 + restart", args.seconds)
-                asyncio.run(run_phase(server, invites, args.raters, crashed, acks, crash=True))
-                report_phase(crashed)
+                asyncio.run(run_phase(server, invites, args.raters, crashed, acks, crash=True, pace=args.pace))
+                report_phase(crashed, args.raters)
             except BaseException:
                 print(f"server log (tail):\n{server.log.read_text()[-4000:]}", file=sys.stderr)
                 raise
@@ -573,8 +633,10 @@ def bench_database(kind: str, args: argparse.Namespace) -> dict:
     return {"kind": kind, "steady": steady, "crashed": crashed, "checks": checks, "reference": reference}
 
 
-def report_phase(phase: Phase) -> None:
+def report_phase(phase: Phase, raters: int) -> None:
     rate = phase.judgements / phase.seconds
+    latencies = phase.submit_ms + phase.claim_ms
+    requests_per_s = len(latencies) / phase.seconds
     extra = f", down {phase.downtime_s:.1f} s" if phase.downtime_s is not None else ""
     print(
         f"{phase.name}: {rate:.0f} judgements/s ({phase.submits / phase.seconds:.1f} submits/s{extra}); "
@@ -584,6 +646,23 @@ def report_phase(phase: Phase) -> None:
         f"out of work {phase.raters_out_of_work}",
         flush=True,
     )
+    if latencies:
+        print(
+            f"  {requests_per_s:.0f} answered requests/s, mean latency {sum(latencies) / len(latencies):.0f} ms "
+            f"(Little's law for {raters} raters with no pause: {1000 * raters / requests_per_s:.0f} ms)",
+            flush=True,
+        )
+    if phase.samples:
+        states = {state: round(total / phase.samples, 1) for state, total in phase.connection_states.most_common()}
+        print(f"  PostgreSQL connections, mean over {phase.samples} samples: {states}", flush=True)
+        if idle := phase.idle_in_transaction_ms:
+            print(
+                f"  idle in transaction for (when sampled): p50 {percentile(idle, 50):.0f} ms, "
+                f"p99 {percentile(idle, 99):.0f} ms, max {max(idle):.0f} ms",
+                flush=True,
+            )
+        for statement, count in phase.long_idle_statements.most_common(4):
+            print(f"    {count} x idle in transaction > 200 ms after: {statement}", flush=True)
     if phase.errors:
         print(f"  errors: {dict(phase.errors)}")
 
@@ -616,7 +695,8 @@ def print_table(results: list[dict], args: argparse.Namespace) -> None:
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     print(
-        f"\n{args.raters} raters, {args.seconds:.0f} s a phase, {args.workers} server worker(s), {os.cpu_count()} CPUs"
+        f"\n{args.raters} raters (pace {args.pace:g} s per judgement), {args.seconds:.0f} s a phase, "
+        f"{args.workers} server worker(s), {os.cpu_count()} CPUs"
     )
     for line in lines:
         print("  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True)))
@@ -648,6 +728,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--profile", type=Path, help="sample the server with py-spy in phase 1, into this folder")
     parser.add_argument("--repeat", type=int, default=1, help="runs in a row per database (each on a fresh one)")
+    parser.add_argument("--pace", type=float, default=0.0, help="seconds a rater spends per judgement (0: no pause)")
     args = parser.parse_args(argv)
     kinds = ["sqlite", "postgres"] if args.db == "both" else [args.db]
     results = [
