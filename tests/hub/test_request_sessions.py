@@ -59,3 +59,45 @@ def test_every_route_of_the_app_ends_its_session_in_its_own_thread(hub_env):
     assert routes and all(isinstance(route, RequestSessionRoute) for route in routes), [
         route.path for route in routes if not isinstance(route, RequestSessionRoute)
     ]
+
+
+def test_a_rating_form_waiting_for_a_connection_leaves_the_server_answering(people, admin_user, baselines, monkeypatch):
+    """The rating page's form route is async (it reads the form first): its database work runs on a request thread,
+    not on the event loop, so while it waits for a pooled connection the server answers other requests. Before, it
+    blocked the event loop: nothing else was answered until its pool timeout."""
+    import threading
+    import time
+
+    from tests.hub.conftest import new_experiment
+
+    monkeypatch.setenv("HUB_DB_POOL_SIZE", "1")
+    monkeypatch.setenv("HUB_DB_MAX_OVERFLOW", "0")
+    monkeypatch.setenv("HUB_DB_POOL_TIMEOUT", "5")
+    settings.get_settings.cache_clear()
+    db.get_engine.cache_clear()
+    experiment = new_experiment(db.get_engine(), admin_user, baselines)
+    finished: list[str] = []
+    with TestClient(create_app(), raise_server_exceptions=False) as client:
+        invite = client.post(f"/api/experiments/{experiment.id}/invites", headers=auth(people["admin"]), json={})
+        token = invite.json()["token"]
+        task = client.post(f"/api/rate/{token}/claim").json()
+        form = {"assignment_id": str(task["assignment_id"]), "key": task["key"]}
+        form |= {f"choice_{item['id']}": "left" for item in task["items"]}
+        held = db.get_engine().connect()  # something holds the only connection
+        held.exec_driver_sql("SELECT 1")
+        answers: dict[str, int] = {}
+
+        def submit_form() -> None:
+            answers["form"] = client.post(f"/rate/{token}", data=form, headers={"accept": "text/html"}).status_code
+            finished.append("form")
+
+        limiter = client.portal.call(anyio.to_thread.current_default_thread_limiter)
+        client.portal.call(setattr, limiter, "total_tokens", 4)  # a thread to spare: only the event loop is in question
+        sender = threading.Thread(target=submit_form)
+        sender.start()
+        time.sleep(0.5)  # sequencing, not a measurement: let the form's request reach the pool first
+        answers["datasets"] = client.get("/api/datasets").status_code  # needs no database: served meanwhile
+        finished.append("datasets")
+        held.close()  # the form's request gets the connection now
+        sender.join(timeout=30)
+    assert finished[0] == "datasets" and answers == {"datasets": 200, "form": 200}, (finished, answers)

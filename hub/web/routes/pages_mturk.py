@@ -14,6 +14,8 @@ import re
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
 
 from hub.errors import Forbidden, NotFound, UnprocessableInput
 from hub.models import Assignment, Backend, Experiment
@@ -21,7 +23,7 @@ from hub.services import assignments, mturk
 from hub.web.deps import DatabaseId, SessionDep
 from hub.web.routes.pages_rating import choices_from_form, render_task
 from hub.web.templating import render
-from hub.web.threads import RequestSessionRoute
+from hub.web.threads import RequestSessionRoute, ends_transaction
 
 router = APIRouter(route_class=RequestSessionRoute, tags=["rating"], include_in_schema=False)
 MTURK_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -91,7 +93,12 @@ def mturk_task_page(request: Request, experiment_id: DatabaseId, session: Sessio
 
 @router.post("/mturk/experiments/{experiment_id}/task", response_class=HTMLResponse)
 async def mturk_task_submit(request: Request, experiment_id: DatabaseId, session: SessionDep):
-    form = await request.form()
+    form = await request.form()  # the whole body first, then the database work on a request thread (not the loop)
+    return await run_in_threadpool(_mturk_task_submit, request, experiment_id, session, form)
+
+
+@ends_transaction
+def _mturk_task_submit(request: Request, experiment_id: int, session: Session, form: FormData) -> HTMLResponse:
     experiment = _experiment(session, experiment_id)
     raw_id, key = str(form.get("assignment_id", "")), str(form.get("key", ""))
     if not raw_id.isdigit() or len(raw_id) > 18:

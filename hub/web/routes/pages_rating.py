@@ -10,6 +10,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
 from sqlmodel import Session
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
 
 from hub.errors import Forbidden, NotFound, UnprocessableInput
 from hub.models import Assignment, Experiment, ExperimentItem, Rater, RaterInvite, TieMode
@@ -18,7 +20,7 @@ from hub.services.rate_limits import client_address
 from hub.web.deps import DatabaseId, SessionDep
 from hub.web.openapi_docs import error_responses
 from hub.web.templating import render
-from hub.web.threads import RequestSessionRoute
+from hub.web.threads import RequestSessionRoute, ends_transaction
 
 router = APIRouter(route_class=RequestSessionRoute, tags=["rating"], responses=error_responses(403, 404, 409))
 CHOICE_LABELS = {
@@ -137,7 +139,12 @@ def _check_invite_owns(session: Session, invite: RaterInvite, assignment: Assign
 
 @router.post("/rate/{token}", response_class=HTMLResponse, include_in_schema=False)
 async def rate_submit(request: Request, token: str, session: SessionDep):
-    form = await request.form()
+    form = await request.form()  # the whole body first, then the database work on a request thread (not the loop)
+    return await run_in_threadpool(_rate_submit, request, token, session, form)
+
+
+@ends_transaction
+def _rate_submit(request: Request, token: str, session: Session, form: FormData) -> HTMLResponse:
     invite, experiment = _invite_experiment(session, token)
     raw_id, key = str(form.get("assignment_id", "")), str(form.get("key", ""))
     if not raw_id.isdigit() or len(raw_id) > 18:
