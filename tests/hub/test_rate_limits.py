@@ -59,7 +59,7 @@ def assert_locked_out(response, limit_minutes: int = 15) -> None:
 def test_the_right_password_is_refused_after_too_many_wrong_ones(app, people):
     with browser(app) as client:
         page = client.get("/login")
-        assert "After 3 in 15 minutes failed logins for one account" in page.text  # the page says what happens
+        assert "Failed logins are limited to 3 in 15 minutes for one account" in page.text  # the page says what happens
         for _ in range(3):
             assert log_in(client, "wrong password!").status_code == 401
         assert_locked_out(log_in(client, "wrong password!"))
@@ -88,7 +88,7 @@ def test_one_address_guessing_many_accounts_is_stopped(app, people):
 
 def test_sign_ups_are_limited_per_address_and_the_page_says_so(app, hub_env):
     with browser(app) as client:
-        assert "At most 2 in one hour sign-ups from one address" in client.get("/signup").text
+        assert "Sign-ups are limited to 2 in one hour from one address" in client.get("/signup").text
         for i in range(3):
             token = CSRF_FIELD.search(client.get("/signup").text).group(1)
             form = {"csrf_token": token, "email": f"n{i}@example.org", "display_name": "n", "password": "p" * 12}

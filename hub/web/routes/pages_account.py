@@ -62,11 +62,11 @@ def _limits_note() -> dict[str, str]:
     """What the login and sign-up pages say about their rate limits."""
     return {
         "login_limits": (
-            f"After {rate_limits.describe(rate_limits.LOGIN_ACCOUNT)} failed logins for one account, or "
-            f"{rate_limits.describe(rate_limits.LOGIN_CLIENT)} from one address, logging in is refused "
+            f"Failed logins are limited to {rate_limits.describe(rate_limits.LOGIN_ACCOUNT)} for one account and "
+            f"{rate_limits.describe(rate_limits.LOGIN_CLIENT)} from one address; past that, logging in is refused "
             "(even with the right password) until that period is over."
         ),
-        "signup_limits": f"At most {rate_limits.describe(rate_limits.SIGNUP_CLIENT)} sign-ups from one address.",
+        "signup_limits": f"Sign-ups are limited to {rate_limits.describe(rate_limits.SIGNUP_CLIENT)} from one address.",
     }
 
 
