@@ -29,7 +29,8 @@ stall from plain queueing for the CPU is whether the requests per second stay at
 --raters 10) and whether the database connections are busy while requests wait. On PostgreSQL the steady phase
 samples pg_stat_activity: "idle in transaction" connections are connections held by a request that is not running
 (waiting for a thread or for the client): a stall. `--pace S` models people: a rater spends S seconds per judgement
-between claiming a task and submitting it.
+on average (0.5 to 1.5 times that per task) between claiming a task and submitting it, and the raters arrive over
+one task's time.
 """
 
 from __future__ import annotations
@@ -268,6 +269,8 @@ async def rater(
     k = 0
     pending: tuple[str, int, str, dict[int, str]] | None = None  # a claimed task: token, assignment, key, answers
     resent = False
+    if pace:  # people arrive over one task's time, not all in the same second
+        await asyncio.sleep(rng.uniform(0, pace * ITEMS_PER_TASK_GUESS))
     while time.monotonic() < phase.deadline:
         if pending is None:
             if k >= len(invites):
@@ -293,8 +296,9 @@ async def rater(
             task = reply.json()
             answers = {item["id"]: rng.choice(task["choices"]) for item in task["items"]}
             pending, resent = (invites[k], task["assignment_id"], task["key"], answers), False
-            if pace:  # a person reading and judging each item
-                await asyncio.sleep(max(0.0, min(pace * len(answers), phase.deadline - time.monotonic())))
+            if pace:  # a person reading and judging each item, some faster, some slower
+                thinking = pace * len(answers) * rng.uniform(0.5, 1.5)
+                await asyncio.sleep(max(0.0, min(thinking, phase.deadline - time.monotonic())))
                 if time.monotonic() >= phase.deadline:
                     break
         token, assignment_id, key, answers = pending
@@ -389,6 +393,19 @@ def sample_connections(url: str, phase: Phase, every: float = 0.1):
         done.set()
         sampler.join(timeout=5)
         engine.dispose()
+
+
+def cpu_seconds(process_group: int) -> float:
+    """User + system CPU seconds used so far by the live processes of a process group (Linux /proc)."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(fields[2]) == process_group:  # pgrp; utime and stime are fields 14 and 15 of the whole line
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 # ---- the reference: the services directly, one thread ----------------------------------------------------
@@ -608,9 +625,17 @@ def bench_database(kind: str, args: argparse.Namespace) -> dict:
                 steady = Phase("steady", args.seconds)
                 profiler = start_profiler(server, args.profile, kind, args.seconds) if args.profile else None
                 print(f"load average before the run: {os.getloadavg()[0]:.1f}", flush=True)
+                server_cpu, client_cpu = cpu_seconds(server.process.pid), time.process_time()
                 with sample_connections(url, steady):
                     asyncio.run(run_phase(server, invites, args.raters, steady, acks, crash=False, pace=args.pace))
                 report_phase(steady, args.raters)
+                server_cores = (cpu_seconds(server.process.pid) - server_cpu) / steady.seconds
+                client_cores = (time.process_time() - client_cpu) / steady.seconds
+                print(
+                    f"  CPU cores busy in the steady phase: server {server_cores:.2f}, these raters {client_cores:.2f} "
+                    f"(of {os.cpu_count()}; load average now {os.getloadavg()[0]:.1f})",
+                    flush=True,
+                )
                 if profiler is not None:
                     profiler.wait(timeout=args.seconds + 60)
                     summarize_profile(args.profile / f"{kind}.txt")
