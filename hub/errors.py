@@ -7,11 +7,17 @@ class HubError(Exception):
     """Base class of every error the hub raises on purpose. `field` names the offending form field or file."""
 
     status_code = 500
+    retry_after: int | None = None  # seconds until trying again may succeed (429, 503), sent as Retry-After
 
     def __init__(self, message: str, *, field: str | None = None):
         self.message = message
         self.field = field
         super().__init__(f"{field}: {message}" if field else message)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The response headers this error asks for: Retry-After when trying again may succeed."""
+        return {"Retry-After": str(self.retry_after)} if self.retry_after else {}
 
 
 class BadRequest(HubError):
@@ -56,7 +62,6 @@ class ServiceUnavailable(HubError):
     """The database is busy or restarting: the client may try again (a repeated submission is recognised)."""
 
     status_code = 503
-    retry_after: int | None = None  # seconds, sent as Retry-After when set
 
 
 class QueueUnavailable(ServiceUnavailable):

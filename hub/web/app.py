@@ -111,8 +111,7 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
             response = render(request, "error.html", context, status_code=exc.status_code)
         else:
             response = JSONResponse({"error": exc.message, "field": exc.field}, status_code=exc.status_code)
-        if getattr(exc, "retry_after", None):
-            response.headers["Retry-After"] = str(exc.retry_after)
+        response.headers.update(exc.headers)
         return response
 
     @app.exception_handler(RequestValidationError)
@@ -133,9 +132,8 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
             raise exc
         log.warning("database busy or unavailable on %s: %s", request.url.path, str(exc).splitlines()[0][:200])
         busy = ServiceUnavailable("the hub's database is busy or restarting; try again in a moment")
-        response = await hub_error(request, busy)
-        response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
-        return response
+        busy.retry_after = RETRY_AFTER_SECONDS
+        return await hub_error(request, busy)
 
     app.include_router(api_submissions.router)
     app.include_router(api_admin.router)

@@ -41,7 +41,9 @@ def page(request: Request, name: str, viewer: User | None, context: dict[str, An
 
 def error_page(request: Request, viewer: User | None, exc: HubError):
     context = {"status_code": exc.status_code, "message": exc.message, "field": exc.field}
-    return page(request, "error.html", viewer, context, exc.status_code)
+    response = page(request, "error.html", viewer, context, exc.status_code)
+    response.headers.update(exc.headers)
+    return response
 
 
 def safe_next(target: str | None) -> str | None:
@@ -70,12 +72,6 @@ def _limits_note() -> dict[str, str]:
     }
 
 
-def with_retry_after(response: Response, exc: HubError) -> Response:
-    if getattr(exc, "retry_after", None):  # a rate limit ran out (429) or its store is unreachable (503)
-        response.headers["Retry-After"] = str(exc.retry_after)
-    return response
-
-
 # ---- signing up, logging in and out ----
 
 
@@ -101,7 +97,9 @@ def signup(
     except HubError as exc:
         context = {"email": email, "display_name": display_name, "error": exc.message, "field": exc.field}
         context |= _limits_note()
-        return with_retry_after(page(request, "signup.html", None, context, exc.status_code), exc)
+        response = page(request, "signup.html", None, context, exc.status_code)
+        response.headers.update(exc.headers)  # Retry-After of a rate limit (429) or its unreachable store (503)
+        return response
     log_in(request, session, user)
     return RedirectResponse("/account", status_code=303)
 
@@ -129,7 +127,9 @@ def login(
         user = accounts.authenticate(session, email=email, password=password, client=client)
     except HubError as exc:  # one message for unknown email and wrong password alike; 429 once locked out
         context = {"email": email, "next": next_page, "error": exc.message, **_limits_note()}
-        return with_retry_after(page(request, "login.html", None, context, exc.status_code), exc)
+        response = page(request, "login.html", None, context, exc.status_code)
+        response.headers.update(exc.headers)  # Retry-After of a rate limit (429) or its unreachable store (503)
+        return response
     log_in(request, session, user)
     return RedirectResponse(next_page or "/account", status_code=303)
 
