@@ -15,7 +15,7 @@ class HubError(Exception):
         super().__init__(f"{field}: {message}" if field else message)
 
     @property
-    def headers(self) -> dict[str, str]:
+    def response_headers(self) -> dict[str, str]:
         """The response headers this error asks for: Retry-After when trying again may succeed."""
         return {"Retry-After": str(self.retry_after)} if self.retry_after else {}
 

@@ -111,7 +111,7 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
             response = render(request, "error.html", context, status_code=exc.status_code)
         else:
             response = JSONResponse({"error": exc.message, "field": exc.field}, status_code=exc.status_code)
-        response.headers.update(exc.headers)
+        response.headers.update(exc.response_headers)
         return response
 
     @app.exception_handler(RequestValidationError)

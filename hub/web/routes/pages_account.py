@@ -42,7 +42,7 @@ def page(request: Request, name: str, viewer: User | None, context: dict[str, An
 def error_page(request: Request, viewer: User | None, exc: HubError):
     context = {"status_code": exc.status_code, "message": exc.message, "field": exc.field}
     response = page(request, "error.html", viewer, context, exc.status_code)
-    response.headers.update(exc.headers)
+    response.headers.update(exc.response_headers)
     return response
 
 
@@ -98,7 +98,7 @@ def signup(
         context = {"email": email, "display_name": display_name, "error": exc.message, "field": exc.field}
         context |= _limits_note()
         response = page(request, "signup.html", None, context, exc.status_code)
-        response.headers.update(exc.headers)  # Retry-After of a rate limit (429) or its unreachable store (503)
+        response.headers.update(exc.response_headers)  # Retry-After of a 429 or a 503
         return response
     log_in(request, session, user)
     return RedirectResponse("/account", status_code=303)
@@ -128,7 +128,7 @@ def login(
     except HubError as exc:  # one message for unknown email and wrong password alike; 429 once locked out
         context = {"email": email, "next": next_page, "error": exc.message, **_limits_note()}
         response = page(request, "login.html", None, context, exc.status_code)
-        response.headers.update(exc.headers)  # Retry-After of a rate limit (429) or its unreachable store (503)
+        response.headers.update(exc.response_headers)  # Retry-After of a 429 or a 503
         return response
     log_in(request, session, user)
     return RedirectResponse(next_page or "/account", status_code=303)
