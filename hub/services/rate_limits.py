@@ -146,9 +146,15 @@ def _limiter(url: str, prefix: str) -> FixedWindowRateLimiter:
     return FixedWindowRateLimiter(storage_from_string(url, **options))
 
 
+_LIMITER_MADE = threading.Lock()
+
+
 def limiter() -> FixedWindowRateLimiter:
-    """The limiter over the shared store (one per store URL and key prefix in this process)."""
-    return _limiter(storage_url(), get_settings().rate_limit_prefix)
+    """The limiter over the shared store (one per store URL and key prefix in this process). Made under a lock: the
+    first requests of a process arrive together, and racing SQLite stores setting up their file got "database is
+    locked"."""
+    with _LIMITER_MADE:
+        return _limiter(storage_url(), get_settings().rate_limit_prefix)
 
 
 @dataclass(frozen=True)
