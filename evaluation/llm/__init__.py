@@ -1,0 +1,1 @@
+"""LLM endpoints: their configuration, a retrying cached chat client, generation, and a local rehearsal server."""

@@ -1,0 +1,262 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 for tests and rehearsals: scripted replies, injected faults.
+
+Chat replies come from `responder(request_json) -> str` or from reply rules. `/v1/completions` with `echo` and
+`logprobs` gives deterministic log-probabilities: the prompt splits into tokens `\\s*\\S+` (each keeps its leading
+whitespace), token t gets -(0.5 + 5 * u(t)) where u(t) is the first 8 hex digits of sha256(t) over 2**32, and the
+first token of the prompt gets null, as OpenAI's API does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import json
+import logging
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from evaluation.llm.rules import FaultSpec, ReplyRules
+
+Responder = Callable[[dict[str, Any]], str]
+TOKEN = re.compile(r"\s*\S+")
+MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+class _DeliberateDrop(Exception):
+    """Raised after the response started, so uvicorn closes the connection mid-answer."""
+
+
+class _HideDeliberateDrops(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], _DeliberateDrop))
+
+
+def token_logprob(token: str) -> float:
+    unit = int(hashlib.sha256(token.encode("utf-8")).hexdigest()[:8], 16) / 2**32
+    return -(0.5 + 5.0 * unit)
+
+
+class LocalChatServer:
+    """`with LocalChatServer(...) as server:` serves on `server.base_url` (ending in /v1) from a background thread.
+
+    Faults (`inject(kind, times=None, ...)`, switchable while it runs): rate_limit (429 with Retry-After),
+    server_error (500), slow (answers after `delay_s`), drop (connection closed mid-answer), non_json (200 with an
+    HTML body), empty_choices (200 with `choices: []`). With `expected_key`, any other Bearer key gets 401.
+    `counts` counts requests by path and by fault served; `requests` is the total.
+    """
+
+    def __init__(
+        self,
+        rules: ReplyRules | str | Path | None = None,
+        responder: Responder | None = None,
+        latency_s: float = 0.0,
+        *,
+        expected_key: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ):
+        self.rules = ReplyRules.from_file(rules) if isinstance(rules, str | Path) else (rules or ReplyRules())
+        self.responder = responder
+        self.latency_s = latency_s
+        self.expected_key = expected_key
+        self.host, self.port = host, port
+        self.counts: Counter[str] = Counter()
+        self._faults: list[list[Any]] = [[spec, spec.times] for spec in self.rules.faults]
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    # -- control ------------------------------------------------------------------------------------------------
+    @property
+    def requests(self) -> int:
+        return self.counts["requests"]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def inject(self, kind: str, *, times: int | None = None, retry_after_s: float = 1.0, delay_s: float = 5.0) -> None:
+        """Serve fault `kind` on the next `times` requests (all, until `clear_faults`, when None)."""
+        spec = FaultSpec.model_validate(
+            {"kind": kind, "times": times, "retry_after_s": retry_after_s, "delay_s": delay_s}
+        )
+        with self._lock:
+            self._faults.append([spec, times])
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._faults.clear()
+
+    def _next_fault(self) -> FaultSpec | None:
+        with self._lock:
+            if not self._faults:
+                return None
+            entry = self._faults[0]
+            if entry[1] is not None:
+                entry[1] -= 1
+                if entry[1] <= 0:
+                    self._faults.pop(0)
+            return entry[0]
+
+    def __enter__(self) -> LocalChatServer:
+        import uvicorn
+
+        logging.getLogger("uvicorn.error").addFilter(_HIDE_DROPS)
+        config = uvicorn.Config(
+            self, host=self.host, port=self.port, log_config=None, lifespan="off", timeout_graceful_shutdown=1
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="local-chat-server", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the local chat server did not start on {self.host}:{self.port}")
+            time.sleep(0.01)
+        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    # -- ASGI -------------------------------------------------------------------------------------------------------
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if len(body) > MAX_BODY_BYTES:
+                await _send_json(send, 413, {"error": {"message": "request body too large"}})
+                return
+            if not message.get("more_body"):
+                break
+        path = scope["path"]
+        self.counts["requests"] += 1
+        self.counts[path] += 1
+        if self.expected_key is not None:
+            headers = dict(scope["headers"])
+            if headers.get(b"authorization", b"").decode("latin-1") != f"Bearer {self.expected_key}":
+                self.counts["unauthorized"] += 1
+                # Like OpenAI, echo what was sent: the client must keep it out of its errors.
+                sent = headers.get(b"authorization", b"").decode("latin-1")
+                await _send_json(send, 401, {"error": {"message": f"Incorrect API key provided: {sent}"}})
+                return
+        fault = self._next_fault()
+        if fault is not None:
+            self.counts[fault.kind] += 1
+            if await self._serve_fault(fault, send):
+                return
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError:
+            await _send_json(send, 400, {"error": {"message": "request body is not JSON"}})
+            return
+        if scope["method"] == "POST" and path == "/v1/chat/completions" and isinstance(request, dict):
+            await _send_json(send, 200, self._chat(request))
+        elif scope["method"] == "POST" and path == "/v1/completions" and isinstance(request, dict):
+            await _send_json(send, 200, self._completion(request))
+        elif scope["method"] == "GET" and path == "/v1/models":
+            await _send_json(send, 200, {"object": "list", "data": [{"id": "local", "object": "model"}]})
+        else:
+            await _send_json(send, 404, {"error": {"message": f"no route {scope['method']} {path}"}})
+
+    async def _serve_fault(self, fault: FaultSpec, send: Callable) -> bool:
+        """Answer with the fault; False when the request should then be answered normally (a slow answer)."""
+        if fault.kind == "rate_limit":
+            headers = [(b"retry-after", f"{fault.retry_after_s:g}".encode())]
+            await _send_json(send, 429, {"error": {"message": "rate limited"}}, headers)
+        elif fault.kind == "server_error":
+            await _send_json(send, 500, {"error": {"message": "internal error"}})
+        elif fault.kind == "slow":
+            await asyncio.sleep(fault.delay_s)
+            return False
+        elif fault.kind == "drop":
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"1000")]})
+            raise _DeliberateDrop()
+        elif fault.kind == "non_json":
+            await _send(send, 200, b"<html>502 Bad Gateway</html>", b"application/json")
+        elif fault.kind == "empty_choices":
+            await _send_json(send, 200, {"id": "x", "object": "chat.completion", "choices": [], "usage": {}})
+        return True
+
+    def _chat(self, request: dict) -> dict:
+        messages: list[Any] = request["messages"] if isinstance(request.get("messages"), list) else []
+        users = [m.get("content", "") for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+        text = self.responder(request) if self.responder else self.rules.reply(str(users[-1]) if users else "")
+        words = text.split()
+        limit = request.get("max_tokens")
+        finish = "stop"
+        if isinstance(limit, int) and 0 < limit < len(words):
+            text, finish = " ".join(words[:limit]), "length"
+        prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages if isinstance(m, dict))
+        return {
+            "id": f"chatcmpl-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": str(request.get("model", "local")),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": min(len(words), limit) if isinstance(limit, int) and limit > 0 else len(words),
+                "total_tokens": prompt_tokens + len(words),
+            },
+        }
+
+    def _completion(self, request: dict) -> dict:
+        prompt = str(request.get("prompt", ""))
+        generated = [" ok"] * max(0, min(int(request.get("max_tokens") or 0), 64))
+        tokens, offsets, logprobs = [], [], []
+        if request.get("echo"):
+            for index, match in enumerate(TOKEN.finditer(prompt)):
+                tokens.append(match.group())
+                offsets.append(match.start())
+                logprobs.append(None if index == 0 else token_logprob(match.group()))
+        position = len(prompt) if request.get("echo") else 0
+        for token in generated:
+            tokens.append(token)
+            offsets.append(position)
+            logprobs.append(token_logprob(token))
+            position += len(token)
+        text = (prompt if request.get("echo") else "") + "".join(generated)
+        wanted = request.get("logprobs") is not None
+        detail = {"tokens": tokens, "token_logprobs": logprobs, "text_offset": offsets, "top_logprobs": None}
+        prompt_count = len(TOKEN.findall(prompt))
+        return {
+            "id": f"cmpl-{next(self._ids)}",
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": str(request.get("model", "local")),
+            "choices": [{"index": 0, "text": text, "logprobs": detail if wanted else None, "finish_reason": "length"}],
+            "usage": {
+                "prompt_tokens": prompt_count,
+                "completion_tokens": len(generated),
+                "total_tokens": prompt_count + len(generated),
+            },
+        }
+
+
+_HIDE_DROPS = _HideDeliberateDrops()
+
+
+async def _send(send: Callable, status: int, payload: bytes, content_type: bytes, extra: list | None = None) -> None:
+    headers = [(b"content-type", content_type), (b"content-length", str(len(payload)).encode()), *(extra or [])]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})
+
+
+async def _send_json(send: Callable, status: int, data: Any, extra: list | None = None) -> None:
+    await _send(send, status, json.dumps(data).encode("utf-8"), b"application/json", extra)
