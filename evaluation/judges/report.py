@@ -10,7 +10,8 @@ JSON shape (`ReportCard.to_dict()`, what `chateval judge report --json` prints a
      "position_consistency": Proportion,                       # graded pairs whose verdict survives the swap
      "human_agreement": {"items": n, "human_items": n, "human_items_not_graded": n, "judge_items_without_humans": n,
                          "agreement": Proportion, "cohen_kappa": x | null,
-                         "confusion": {"labels": ["A", "tie", "B"], "counts": [[n]*3]*3}},  # rows judge, columns humans
+                         "confusion": {"labels": ["A", "tie", "B"], "counts": [[n]*3]*3}},
+                         # confusion: rows the judge, columns the humans; A is the judge file's system_a
      "length_preference": {"judge": Proportion, "humans": Proportion, "judge_all_items": Proportion,
                            "difference": x | null}}
     Proportion = {"count": k, "n": n, "share": k / n | null, "interval": [low, high] | null}  # Wilson, at `level`
@@ -232,13 +233,11 @@ def report_card(human: Judgements, judge: JudgeFile, *, dataset: str | None = No
         pair = judged.get(item)
         if pair is None or pair.auto_tie or pair.outcome is None:
             continue
-        same_side = key(pair, "system_a") == a
-        verdict: str = pair.outcome if same_side else _FLIP[pair.outcome]
-        judge_labels.append(verdict)
-        human_labels.append(majority)
-        tokens = (pair.tokens_a, pair.tokens_b) if same_side else (pair.tokens_b, pair.tokens_a)
-        judge_len.append((verdict, *tokens))
-        human_len.append((majority, *tokens))
+        humans_say = majority if key(pair, "system_a") == a else _FLIP[majority]  # on the judge's sides
+        judge_labels.append(pair.outcome)
+        human_labels.append(humans_say)
+        judge_len.append((pair.outcome, pair.tokens_a, pair.tokens_b))
+        human_len.append((humans_say, pair.tokens_a, pair.tokens_b))
     confusion = [[0] * 3 for _ in OUTCOMES]
     for j, h in zip(judge_labels, human_labels, strict=True):
         confusion[OUTCOMES.index(j)][OUTCOMES.index(h)] += 1
