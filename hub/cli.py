@@ -38,7 +38,7 @@ def serve(
 
     upgrade()
     if demo:
-        from hub.services.demo import seed_baselines
+        from hub.services.submissions.demo import seed_baselines
 
         created = seed_baselines(get_engine(), get_storage())
         err.print(f"demo: {len(created)} baseline submission(s) added and scored", highlight=False)
@@ -48,9 +48,10 @@ def serve(
 @app.command("worker")
 def worker(workers: Annotated[int, typer.Option(help="Worker threads.")] = 1) -> None:
     """Consume the job queue (Redis with HUB_QUEUE_URL for many machines); stops on Ctrl-C / SIGTERM."""
-    from hub.jobs import get_huey, tasks
+    from hub.jobs import register
+    from hub.queue import get_huey
 
-    tasks()
+    register()
     get_huey().create_consumer(workers=workers, periodic=True).run()
 
 
@@ -66,7 +67,7 @@ def create_user_command(
 
     from hub.db import get_engine
     from hub.migrate import upgrade
-    from hub.services.accounts import create_user
+    from hub.services.accounts.accounts import create_user
 
     password = sys.stdin.readline().rstrip("\n") if password_stdin else getpass.getpass("Password: ")
     upgrade()
@@ -87,7 +88,7 @@ def disable_user_command(
 
     from hub.db import get_engine
     from hub.migrate import upgrade
-    from hub.services.accounts import set_disabled, user_by_email
+    from hub.services.accounts.accounts import set_disabled, user_by_email
 
     upgrade()
     with Session(get_engine()) as session:
@@ -179,7 +180,7 @@ def import_chateval_command(
 
     from hub.db import get_engine
     from hub.migrate import upgrade
-    from hub.services.ratings_import import import_chateval
+    from hub.services.human.ratings_import import import_chateval
 
     upgrade()
     with Session(get_engine()) as session:
@@ -201,7 +202,7 @@ def refit_irt_command(
     from hub.db import get_engine
     from hub.errors import NotFound
     from hub.migrate import upgrade
-    from hub.services.irt_fits import judged_datasets, refit
+    from hub.services.statistics.irt_fits import judged_datasets, refit
 
     upgrade()
     engine = get_engine()
@@ -227,7 +228,7 @@ def export_command(
     s3: Annotated[str | None, typer.Option(help="s3://bucket/prefix to publish the snapshot to instead.")] = None,
 ) -> None:
     """Write every public download (systems, submissions, scores, responses, ratings, IRT fits; JSONL and CSV)."""
-    from hub.services.snapshot import write_snapshot
+    from hub.services.publishing.snapshot import write_snapshot
 
     if (out_dir is None) == (s3 is None):
         raise typer.BadParameter("give exactly one of --out DIR or --s3 s3://bucket/prefix")

@@ -49,7 +49,7 @@ class UnprocessableInput(HubError):
 
 
 class TooManyRequests(HubError):
-    """A rate limit ran out (hub/services/rate_limits.py); `retry_after` seconds until it lets the caller in again."""
+    """A rate limit ran out (hub/services/accounts/rate_limits.py); `retry_after` seconds until it lets one in again."""
 
     status_code = 429
 

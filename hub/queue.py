@@ -1,21 +1,36 @@
-"""Background jobs through Huey: a SQLite queue on one machine, Redis for many; the same tasks either way."""
+"""The job queue (Huey: a SQLite queue on one machine, Redis for many): services enqueue a job by NAME here.
+
+This module knows the jobs' names and schedules, never the code that runs them: `hub.jobs` (the worker side) hands
+in a handler per name with `set_handlers` before a consumer starts. So services import this module, and nothing
+here imports a service."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 
 import redis
 from huey import Huey, RedisHuey, SqliteHuey, crontab
-from huey.consumer import Consumer
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from hub.db import get_engine
 from hub.errors import QueueUnavailable
 from hub.models import OutboxJob
 from hub.settings import HubSettings, get_settings
-from hub.storage import get_storage
+
+EVALUATE_SUBMISSION = "evaluate_submission"
+REQUEUE_STALLED = "requeue_stalled"
+POLL_MTURK = "poll_mturk"
+REFIT_IRT = "refit_irt"
+REFIT_ALL_IRT = "refit_all_irt"
+JOB_NAMES = (EVALUATE_SUBMISSION, REQUEUE_STALLED, POLL_MTURK, REFIT_IRT, REFIT_ALL_IRT)
+
+# What the queue raises when it cannot take a job: Redis down or unreachable, the SQLite queue's file unwritable.
+QUEUE_ERRORS = (redis.exceptions.RedisError, sqlite3.Error, OSError)
+
+_handlers: dict[str, Callable[..., Any]] = {}
 
 
 def make_huey(settings: HubSettings) -> Huey:
@@ -31,63 +46,45 @@ def make_huey(settings: HubSettings) -> Huey:
     return SqliteHuey("chateval-hub", filename=str(settings.data_dir / "queue.db"))
 
 
-def evaluate_submission(submission_id: int) -> str | None:
-    from hub.services.evaluation import EvaluationRun
-
-    status = EvaluationRun(get_engine(), get_storage(), submission_id).run()
-    return status.value if status else None
-
-
-def requeue_stalled() -> list[int]:
-    """The periodic sweep: send the jobs the outbox holds (the queue was down), then restart stalled evaluations."""
-    from hub.services.evaluation import stalled_submissions
-    from hub.services.outbox import drain
-
-    sent = drain(get_engine(), send_outbox_job)
-    stalled = stalled_submissions(get_engine())
-    for submission_id in stalled:
-        enqueue_evaluation(submission_id)
-    return sent + stalled
-
-
-def poll_mturk() -> int:
-    """Fetch submitted Mechanical Turk assignments of open MTurk experiments (approve, reconcile)."""
-    from hub.services.mturk import poll_open_experiments
-
-    return poll_open_experiments(get_engine())
-
-
-def refit_irt(dataset_name: str) -> int | None:
-    """Refit the published IRT model of a dataset if its public judgements changed; the new fit's id or None."""
-    from hub.services.irt_fits import refit
-
-    return refit(get_engine(), dataset_name)
-
-
-def refit_all_irt() -> list[int]:
-    from hub.services.irt_fits import refit_all
-
-    return refit_all(get_engine())
-
-
 @lru_cache
 def get_huey() -> Huey:
     return make_huey(get_settings())
 
 
+def set_handlers(handlers: dict[str, Callable[..., Any]]) -> None:
+    """The worker side's function for each job name (every name in JOB_NAMES)."""
+    missing = set(JOB_NAMES) - set(handlers)
+    if missing:
+        raise ValueError(f"no handler for job(s) {sorted(missing)}")
+    _handlers.update(handlers)
+
+
+def _runner(name: str) -> Callable[..., Any]:
+    def run(*args: Any) -> Any:
+        handler = _handlers.get(name)
+        if handler is None:
+            raise RuntimeError(f"job {name!r} has no handler: start consumers through hub.jobs")
+        return handler(*args)
+
+    run.__name__ = run.__qualname__ = name
+    return run
+
+
 @lru_cache
 def tasks() -> dict:
-    """The queue's tasks, registered once on the configured Huey instance."""
+    """The queue's tasks by name, registered once on the configured Huey instance."""
     huey = get_huey()
     return {
-        "evaluate_submission": huey.task(retries=2, retry_delay=10, name="evaluate_submission")(evaluate_submission),
-        "requeue_stalled": huey.periodic_task(crontab(minute="*"), name="requeue_stalled")(requeue_stalled),
-        "poll_mturk": huey.periodic_task(
-            crontab(minute=_every_minutes(get_settings().mturk_poll_seconds)), name="poll_mturk"
-        )(poll_mturk),
-        "refit_irt": huey.task(retries=1, retry_delay=30, name="refit_irt")(refit_irt),
+        EVALUATE_SUBMISSION: huey.task(retries=2, retry_delay=10, name=EVALUATE_SUBMISSION)(
+            _runner(EVALUATE_SUBMISSION)
+        ),
+        REQUEUE_STALLED: huey.periodic_task(crontab(minute="*"), name=REQUEUE_STALLED)(_runner(REQUEUE_STALLED)),
+        POLL_MTURK: huey.periodic_task(
+            crontab(minute=_every_minutes(get_settings().mturk_poll_seconds)), name=POLL_MTURK
+        )(_runner(POLL_MTURK)),
+        REFIT_IRT: huey.task(retries=1, retry_delay=30, name=REFIT_IRT)(_runner(REFIT_IRT)),
         # Judgements arrive one task at a time; a refit every 10 minutes (only where they changed) is enough.
-        "refit_all_irt": huey.periodic_task(crontab(minute="*/10"), name="refit_all_irt")(refit_all_irt),
+        REFIT_ALL_IRT: huey.periodic_task(crontab(minute="*/10"), name=REFIT_ALL_IRT)(_runner(REFIT_ALL_IRT)),
     }
 
 
@@ -96,14 +93,10 @@ def _every_minutes(seconds: int) -> str:
     return "*" if minutes == 1 else f"*/{minutes}"
 
 
-# What the queue raises when it cannot take a job: Redis down or unreachable, the SQLite queue's file unwritable.
-QUEUE_ERRORS = (redis.exceptions.RedisError, sqlite3.Error, OSError)
-
-
-def send_job(task: str, *args) -> None:
-    """Put a job on the queue; QueueUnavailable (503, Retry-After) when the queue cannot take it."""
+def enqueue(job_name: str, *args: Any) -> None:
+    """Put a job on the queue by name; QueueUnavailable (503, Retry-After) when the queue cannot take it."""
     try:
-        tasks()[task](*args)
+        tasks()[job_name](*args)
     except QUEUE_ERRORS as exc:
         raise QueueUnavailable(
             f"queue unavailable, will retry: the job is kept and sent when the queue is back ({type(exc).__name__})"
@@ -111,27 +104,12 @@ def send_job(task: str, *args) -> None:
 
 
 def send_outbox_job(job: OutboxJob) -> None:
-    send_job(job.task, job.submission_id)
+    enqueue(job.task, job.submission_id)
 
 
 def enqueue_refit(dataset_name: str) -> None:
-    send_job("refit_irt", dataset_name)
+    enqueue(REFIT_IRT, dataset_name)
 
 
 def enqueue_evaluation(submission_id: int) -> None:
-    send_job("evaluate_submission", submission_id)
-
-
-class EmbeddedConsumer(Consumer):
-    """Worker threads inside another program (`chateval serve`, tests): leaves its signal handlers alone."""
-
-    def _set_signal_handlers(self) -> None:
-        pass
-
-
-def start_embedded_consumer(workers: int = 1, *, periodic: bool = True) -> EmbeddedConsumer:
-    """Start consuming the queue in background threads; call `.stop(graceful=True)` to finish."""
-    tasks()  # register the tasks before the consumer looks them up
-    consumer = EmbeddedConsumer(get_huey(), workers=workers, periodic=periodic, initial_delay=0.05, max_delay=1.0)
-    consumer.start()
-    return consumer
+    enqueue(EVALUATE_SUBMISSION, submission_id)

@@ -45,7 +45,7 @@ def token(env: dict[str, str]) -> str:
 from sqlmodel import Session
 from hub import db
 from hub.migrate import upgrade
-from hub.services.accounts import create_token, create_user
+from hub.services.accounts.accounts import create_token, create_user
 upgrade()
 with Session(db.get_engine()) as session:
     user = create_user(session, email="r@example.org", password="correct horse battery", display_name="r")

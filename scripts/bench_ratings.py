@@ -113,9 +113,9 @@ def use_environment(env: dict[str, str]) -> None:
         os.environ[name] = env[name]
     for name in ("HUB_STORAGE_URL", "HUB_QUEUE_URL"):
         os.environ.pop(name, None)
-    from hub import db, jobs, settings, storage
+    from hub import db, queue, settings, storage
 
-    for cached in (settings.get_settings, db.get_engine, storage.get_storage, jobs.get_huey, jobs.tasks):
+    for cached in (settings.get_settings, db.get_engine, storage.get_storage, queue.get_huey, queue.tasks):
         cached.cache_clear()
 
 
@@ -127,10 +127,10 @@ def prepare_database(experiments: int, raters_per_prompt: int) -> list[dict]:
     from hub.db import get_engine
     from hub.migrate import upgrade
     from hub.models import System
-    from hub.services import experiments as experiment_service
-    from hub.services import raters
-    from hub.services.accounts import create_user
-    from hub.services.demo import seed_baselines
+    from hub.services.accounts.accounts import create_user
+    from hub.services.human import experiments as experiment_service
+    from hub.services.human import raters
+    from hub.services.submissions.demo import seed_baselines
     from hub.storage import get_storage
 
     upgrade()
@@ -417,7 +417,7 @@ def reference_rate(experiment_id: int, seconds: float) -> float:
 
     from hub.db import get_engine
     from hub.models import Experiment
-    from hub.services import assignments, raters
+    from hub.services.human import assignments, raters
 
     engine = get_engine()
     rng = random.Random(0)

@@ -68,12 +68,12 @@ def configure_environment(scratch: Path) -> None:
         sys.path.insert(0, str(ROOT))
     # In case anything read them already (e.g. imported by a caller): forget the cached settings.
     from evaluation import settings as toolkit_settings
-    from hub import db, jobs, settings, storage
+    from hub import db, queue, settings, storage
 
     for cached in (toolkit_settings.get_settings, settings.get_settings, db.get_engine, storage.get_storage):
         cached.cache_clear()
-    jobs.get_huey.cache_clear()
-    jobs.tasks.cache_clear()
+    queue.get_huey.cache_clear()
+    queue.tasks.cache_clear()
 
 
 def sentences(rng, vocab: list[str], count: int) -> list[str]:
@@ -198,8 +198,8 @@ def main() -> int:
         from hub.db import get_engine
         from hub.migrate import upgrade
         from hub.models import User
-        from hub.services.accounts import create_token, create_user
-        from hub.services.submissions import SystemForm, UploadedFile, create_submissions
+        from hub.services.accounts.accounts import create_token, create_user
+        from hub.services.submissions.submissions import SystemForm, UploadedFile, create_submissions
         from hub.storage import get_storage
         from hub.web.app import create_app
 

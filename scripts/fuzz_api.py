@@ -45,9 +45,9 @@ import json
 from sqlmodel import Session
 from hub import db, storage
 from hub.migrate import upgrade
-from hub.services.accounts import create_token, create_user
-from hub.services.demo import seed_baselines
-from hub.services import experiments, raters
+from hub.services.accounts.accounts import create_token, create_user
+from hub.services.submissions.demo import seed_baselines
+from hub.services.human import experiments, raters
 from hub.models import System
 from sqlmodel import select
 

@@ -35,9 +35,9 @@ def prepare(data_dir: Path) -> str:
     from hub.db import get_engine
     from hub.migrate import upgrade
     from hub.models import System
-    from hub.services import experiments, raters
-    from hub.services.accounts import create_user
-    from hub.services.demo import seed_baselines
+    from hub.services.accounts.accounts import create_user
+    from hub.services.human import experiments, raters
+    from hub.services.submissions.demo import seed_baselines
     from hub.storage import get_storage
 
     upgrade()

@@ -10,8 +10,8 @@ from sqlmodel import Session
 from hub.db import get_session
 from hub.errors import Unauthorized
 from hub.models import User
-from hub.services.accounts import user_for_token
-from hub.services.rate_limits import client_address
+from hub.services.accounts.accounts import user_for_token
+from hub.services.accounts.rate_limits import client_address
 from hub.web.inputs import DatabaseId  # noqa: F401 (the routes import it from here)
 from hub.web.sessions import logged_in_user
 from hub.web.threads import ends_transaction

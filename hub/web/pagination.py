@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Query, Request, Response
 
-from hub.services.pagination import DEFAULT_PER_PAGE, MAX_PAGE, MAX_PER_PAGE, PageRequest, Pagination
+from hub.services.platform.pagination import DEFAULT_PER_PAGE, MAX_PAGE, MAX_PER_PAGE, PageRequest, Pagination
 
 
 def page_request(

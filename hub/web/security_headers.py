@@ -18,7 +18,7 @@ from __future__ import annotations
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from hub.services.mturk.workers import SUBMIT_HOSTS
+from hub.services.human.mturk.workers import SUBMIT_HOSTS
 
 BASE = {
     "default-src": "'self'",

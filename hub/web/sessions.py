@@ -9,7 +9,7 @@ from fastapi import Request
 from sqlmodel import Session
 
 from hub.models import User
-from hub.services import accounts
+from hub.services.accounts import accounts
 
 SESSION_ID = "sid"
 

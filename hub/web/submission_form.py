@@ -7,7 +7,7 @@ import re
 from starlette.datastructures import FormData, UploadFile
 
 from hub.errors import BadRequest, PayloadTooLarge, UnprocessableInput
-from hub.services.submissions import SystemForm, UploadedFile
+from hub.services.submissions.submissions import SystemForm, UploadedFile
 from hub.settings import get_settings
 from hub.web.inputs import parse_id
 

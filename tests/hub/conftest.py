@@ -10,12 +10,12 @@ import sqlalchemy as sa
 from sqlmodel import Session
 
 from evaluation.dataset import load_dataset
-from hub import db, jobs, settings, storage
-from hub.services.accounts import create_token, create_user
+from hub import db, queue, settings, storage
+from hub.services.accounts.accounts import create_token, create_user
 
 
 def _clear_caches() -> None:
-    for cached in (settings.get_settings, db.get_engine, storage.get_storage, jobs.get_huey, jobs.tasks):
+    for cached in (settings.get_settings, db.get_engine, storage.get_storage, queue.get_huey, queue.tasks):
         cached.cache_clear()
 
 
@@ -95,7 +95,7 @@ def baselines(hub_env) -> dict[str, int]:
     from sqlmodel import select
 
     from hub.models import System
-    from hub.services.demo import seed_baselines
+    from hub.services.submissions.demo import seed_baselines
 
     seed_baselines(hub_env, storage.get_storage(), names=["echo", "retrieval"])
     with Session(hub_env) as session:
@@ -114,7 +114,7 @@ def admin_user(people, hub_env):
 
 def new_experiment(engine, admin, system_ids: dict[str, int], **options):
     """A launched (unless launch=False) experiment of echo (A) vs retrieval (B) on hub-open-v1."""
-    from hub.services import experiments
+    from hub.services.human import experiments
 
     launch = options.pop("launch", True)
     form = experiments.ExperimentForm(

@@ -11,9 +11,9 @@ import pytest
 import sqlalchemy as sa
 from sqlmodel import Session
 
-from hub import db, jobs, settings, storage
+from hub import db, queue, settings, storage
 from hub.migrate import upgrade
-from hub.services.accounts import create_token, create_user
+from hub.services.accounts.accounts import create_token, create_user
 from hub.web.app import create_app
 from tests.hub.conftest import POSTGRES_ADMIN_URL, submitted_system
 
@@ -21,7 +21,7 @@ PASSWORD = "correct horse battery"
 
 
 def _clear_caches() -> None:
-    for cached in (settings.get_settings, db.get_engine, storage.get_storage, jobs.get_huey, jobs.tasks):
+    for cached in (settings.get_settings, db.get_engine, storage.get_storage, queue.get_huey, queue.tasks):
         cached.cache_clear()
 
 

@@ -12,7 +12,8 @@ from hub.db import make_engine
 from hub.errors import BadRequest, Conflict, NotFound, Unauthorized
 from hub.migrate import upgrade
 from hub.models import ApiToken, AuditEntry, User
-from hub.services import accounts, audit
+from hub.services.accounts import accounts
+from hub.services.platform import audit
 
 PASSWORD = "correct horse battery"
 

@@ -13,8 +13,8 @@ from sqlmodel import Session
 from evaluation.irt.sequential import SequentialTest
 from hub.errors import Conflict
 from hub.models import Experiment, ExperimentStatus
-from hub.services import assignments, experiments, raters
-from hub.services.adaptive import AdaptiveOptions
+from hub.services.human import assignments, experiments, raters
+from hub.services.human.experiments import AdaptiveOptions
 from hub.web.app import create_app
 from tests.hub.conftest import DATASET, new_experiment
 

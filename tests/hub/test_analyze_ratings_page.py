@@ -23,7 +23,7 @@ from sqlmodel import Session
 from evaluation.dataset import load_dataset
 from evaluation.rater_quality import BURST_FLAG_CODE
 from hub.models import Experiment, ItemKind, Rater
-from hub.services import assignments, raters
+from hub.services.human import assignments, raters
 from hub.web.app import create_app
 from tests.hub.conftest import DATASET, auth, human_paced, new_experiment
 

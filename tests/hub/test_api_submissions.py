@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from hub.models import Submission, SubmissionStatus
-from hub.services.accounts import revoke_token
+from hub.services.accounts.accounts import revoke_token
 from hub.web.app import create_app
 from tests.hub.conftest import DATASET, auth, post, responses_file
 

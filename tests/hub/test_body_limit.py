@@ -15,7 +15,7 @@ from starlette.formparsers import MultiPartParser
 
 from hub import db, settings, storage
 from hub.models import System
-from hub.services.accounts import create_token, create_user
+from hub.services.accounts.accounts import create_token, create_user
 from hub.web.app import create_app
 
 FORM_LIMIT = 4096

@@ -17,7 +17,7 @@ from sqlmodel import Session, select
 
 from hub import db, settings
 from hub.models import Experiment, Task
-from hub.services import assignments, raters
+from hub.services.human import assignments, raters
 from hub.web.app import create_app
 from tests.hub.conftest import new_experiment
 from tests.hub.test_rating_race import _admin_and_baselines, clear_caches, fresh_database

@@ -18,8 +18,8 @@ from sqlmodel import Session
 from evaluation.csv_cells import neutralise, restore
 from evaluation.ratings_files import read_ratings
 from hub.models import Score, Submission
-from hub.services import exports
-from hub.services.accounts import create_user
+from hub.services.accounts.accounts import create_user
+from hub.services.publishing import exports
 from hub.web.app import create_app
 from tests.hub.conftest import submitted_system
 

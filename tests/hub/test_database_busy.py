@@ -7,7 +7,7 @@ import pytest
 import sqlalchemy.exc
 from fastapi.testclient import TestClient
 
-from hub.services import leaderboard
+from hub.services.publishing import leaderboard
 from hub.web.app import create_app
 
 FAILURES = [

@@ -14,7 +14,7 @@ from evaluation.evaluate import evaluate
 from evaluation.loglik import parse_loglik
 from hub.models import Score, Submission, SubmissionStatus, System
 from hub.models.common import utcnow
-from hub.services.evaluation import EvaluationRun, stalled_submissions
+from hub.services.submissions.evaluation import EvaluationRun, stalled_submissions
 from hub.storage import get_storage
 
 
@@ -120,7 +120,8 @@ def test_an_evaluation_without_heartbeat_is_found_stalled(hub_env, dataset):
 
 
 def test_the_sqlite_job_queue_runs_the_evaluation_in_a_consumer(hub_env, dataset):
-    from hub.jobs import enqueue_evaluation, start_embedded_consumer
+    from hub.jobs import start_embedded_consumer
+    from hub.queue import enqueue_evaluation
 
     submission_id = make_submission(hub_env, dataset, [p.references[0] for p in dataset.prompts])
     enqueue_evaluation(submission_id)
@@ -136,7 +137,7 @@ def test_the_redis_job_queue_runs_the_same_task(hub_env, dataset, monkeypatch):
     """Many-machine mode: HUB_QUEUE_URL=redis://... and the same task code."""
     import redis
 
-    from hub import jobs, settings
+    from hub import jobs, queue, settings
 
     url = "redis://127.0.0.1:6379/15"
     try:
@@ -145,16 +146,16 @@ def test_the_redis_job_queue_runs_the_same_task(hub_env, dataset, monkeypatch):
         pytest.skip(f"Redis not reachable at {url}: {exc}")
     monkeypatch.setenv("HUB_QUEUE_URL", url)
     settings.get_settings.cache_clear()
-    jobs.get_huey.cache_clear()
-    jobs.tasks.cache_clear()
-    jobs.get_huey().flush()
-    assert type(jobs.get_huey()).__name__ == "RedisHuey"
+    queue.get_huey.cache_clear()
+    queue.tasks.cache_clear()
+    queue.get_huey().flush()
+    assert type(queue.get_huey()).__name__ == "RedisHuey"
     submission_id = make_submission(hub_env, dataset, [p.references[1] for p in dataset.prompts])
-    jobs.enqueue_evaluation(submission_id)
+    queue.enqueue_evaluation(submission_id)
     consumer = jobs.start_embedded_consumer(periodic=False)
     try:
         wait_until_evaluated(hub_env, submission_id)
     finally:
         consumer.stop(graceful=True)
-        jobs.get_huey().flush()
+        queue.get_huey().flush()
     assert "distinct-2" in scores_of(hub_env, submission_id)

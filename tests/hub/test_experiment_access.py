@@ -8,7 +8,7 @@ from sqlmodel import Session, select
 
 from evaluation.dataset import load_dataset
 from hub.models import User
-from hub.services import experiments
+from hub.services.human import experiments
 from hub.storage import get_storage
 from hub.web.app import create_app
 from tests.hub.conftest import DATASET, auth, submitted_system

@@ -24,7 +24,7 @@ from hub.models import (
     System,
     Task,
 )
-from hub.services import assignments, experiments, raters
+from hub.services.human import assignments, experiment_items, experiments, human_pipeline, raters
 from tests.hub.conftest import DATASET, new_experiment
 
 
@@ -223,7 +223,7 @@ def test_a_closed_experiment_takes_no_ratings(hub_env, admin_user, baselines):
     with Session(hub_env) as session:
         experiment = session.get(Experiment, experiment.id)
         assignment = assignments.claim_task(session, experiment, raters.rater_for(session, "hub", "late"))
-        experiments.close(session, admin_user, experiment.id)
+        human_pipeline.close(session, admin_user, experiment.id)
         with pytest.raises(Conflict, match="closed"):
             assignments.submit(session, assignment, _answer_all(session, assignment))
         with pytest.raises(Conflict, match="takes no ratings"):
@@ -258,7 +258,7 @@ def test_outcome_follows_the_side_shown():
 
 
 def test_an_evaluated_submission_with_chosen_baselines_gets_draft_experiments(hub_env, admin_user, baselines):
-    from hub.services.evaluation import EvaluationRun
+    from hub.services.submissions.evaluation import EvaluationRun
 
     with Session(hub_env) as session:
         retrieval = session.exec(select(Submission).where(Submission.system_id == baselines["retrieval"])).one()
@@ -283,16 +283,16 @@ def test_an_evaluated_submission_with_chosen_baselines_gets_draft_experiments(hu
         assert {e.status.value for e in planned} == {"draft"}  # no money spent before an admin launches
         for experiment in planned:
             experiments.launch(session, admin_user, experiment.id)
-            experiments.close(session, admin_user, experiment.id)
+            human_pipeline.close(session, admin_user, experiment.id)
         assert session.get(Submission, submission_id).status == SubmissionStatus.complete
 
 
 def test_known_answer_pairs_ride_in_every_task_and_count_in_the_rater_screening(hub_env, admin_user, baselines):
-    from hub.services.experiment_results import results
+    from hub.services.human.experiment_results import results
 
     known = [
-        experiments.KnownAnswer(prompt_id="hov1-003", better="A kind, on-topic answer.", worse="zzz qqq xxx"),
-        experiments.KnownAnswer(prompt_id="hov1-004", better="Another careful reply.", worse="banana banana"),
+        experiment_items.KnownAnswer(prompt_id="hov1-003", better="A kind, on-topic answer.", worse="zzz qqq xxx"),
+        experiment_items.KnownAnswer(prompt_id="hov1-004", better="Another careful reply.", worse="banana banana"),
     ]
     experiment = new_experiment(
         hub_env,
@@ -335,8 +335,7 @@ def test_known_answer_pairs_ride_in_every_task_and_count_in_the_rater_screening(
 def test_planning_that_fails_after_scoring_is_finished_by_the_jobs_retry(hub_env, admin_user, baselines, monkeypatch):
     """A crash while drafting the experiments (here a storage error) leaves the submission `evaluated` with its
     scores; running the job again drafts them instead of doing nothing."""
-    from hub.services import human_pipeline
-    from hub.services.evaluation import EvaluationRun
+    from hub.services.submissions.evaluation import EvaluationRun
 
     with Session(hub_env) as session:
         echo = session.exec(select(Submission).where(Submission.system_id == baselines["echo"])).one()

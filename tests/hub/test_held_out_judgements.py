@@ -17,9 +17,10 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from evaluation.dataset import load_dataset
-from hub import jobs
+from hub import queue
 from hub.models import Experiment, Rater
-from hub.services import assignments, irt_fits, raters
+from hub.services.human import assignments, raters
+from hub.services.statistics import irt_fits
 from hub.web.app import create_app
 from tests.hub.conftest import DATASET, auth, human_paced, new_experiment
 from tests.hub.test_analyze_ratings_page import _check_page_against_download
@@ -118,7 +119,7 @@ def test_raters_created_in_a_burst_are_held_out_on_the_page_and_flagged_in_the_d
 def refits(monkeypatch) -> list[str]:
     """The datasets whose refit was enqueued."""
     enqueued: list[str] = []
-    monkeypatch.setattr(jobs, "enqueue_refit", enqueued.append)
+    monkeypatch.setattr(queue, "enqueue_refit", enqueued.append)
     return enqueued
 
 

@@ -20,9 +20,10 @@ from evaluation.dataset import load_dataset
 from hub import db
 from hub.migrate import upgrade
 from hub.models import Experiment, ExperimentItem, IrtFit, ItemKind, System, User
-from hub.services import assignments, experiments, irt_fits, irt_views, raters
-from hub.services.accounts import create_token, create_user
-from hub.services.demo import seed_baselines
+from hub.services.accounts.accounts import create_token, create_user
+from hub.services.human import assignments, experiments, human_pipeline, raters
+from hub.services.statistics import irt_fits, irt_views
+from hub.services.submissions.demo import seed_baselines
 from hub.storage import get_storage
 from hub.web.app import create_app
 from tests.hub.conftest import DATASET, _clear_caches, auth, submitted_system
@@ -313,7 +314,7 @@ def test_closing_an_experiment_refits_the_dataset_in_the_job_queue(hub_env, admi
         experiment = session.get(Experiment, experiment.id)
         judged = _rate_all(session, experiment, ("echo", "retrieval"), np.random.default_rng(5), "job")
         assert judged >= irt_fits.MIN_JUDGEMENTS
-        experiments.close(session, session.get(User, admin_user.id), experiment.id)
+        human_pipeline.close(session, session.get(User, admin_user.id), experiment.id)
     consumer = start_embedded_consumer(periodic=False)
     try:
         deadline = time.monotonic() + 60
@@ -383,7 +384,7 @@ def test_a_fit_is_withdrawn_when_too_few_public_judgements_are_left(hub_env, adm
 
 def test_most_informative_needs_a_fit_and_two_different_systems(hub_env, admin_user, baselines):
     from hub.errors import UnprocessableInput
-    from hub.services import irt_plan
+    from hub.services.statistics import irt_plan
 
     form = {"dataset": DATASET, "system_a_id": baselines["echo"], "system_b_id": baselines["retrieval"]}
     with Session(hub_env) as session:

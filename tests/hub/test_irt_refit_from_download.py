@@ -10,7 +10,7 @@ import json
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
-from hub.services import irt_fits
+from hub.services.statistics import irt_fits
 from hub.web.app import create_app
 
 BOOTSTRAP = 60  # the same on both sides; the published default is 200, the order effect shows with any count

@@ -33,7 +33,7 @@ from hub.models import (
     System,
     Task,
 )
-from hub.services import assignments, experiments, mturk, raters
+from hub.services.human import assignments, experiments, mturk, raters
 from tests.hub.conftest import DATASET, new_experiment
 
 BASELINES = Path(__file__).resolve().parents[2] / "baselines" / DATASET

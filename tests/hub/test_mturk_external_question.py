@@ -15,7 +15,7 @@ from sqlmodel import Session, func, select
 
 from hub import settings
 from hub.models import Assignment, AssignmentStatus, Experiment, Rater, Rating
-from hub.services import assignments, mturk
+from hub.services.human import assignments, mturk
 from hub.web.app import create_app
 from tests.hub.conftest import new_experiment
 from tests.hub.test_mturk import (

@@ -19,9 +19,9 @@ from evaluation.dataset import load_dataset
 from hub import db
 from hub.migrate import upgrade
 from hub.models import Experiment, ItemKind, Rater, Submission, System, User
-from hub.services import assignments, experiments, raters
-from hub.services.accounts import create_token, create_user
-from hub.services.demo import seed_baselines
+from hub.services.accounts.accounts import create_token, create_user
+from hub.services.human import assignments, experiments, raters
+from hub.services.submissions.demo import seed_baselines
 from hub.storage import get_storage
 from hub.web.app import create_app
 from tests.hub.conftest import DATASET, _clear_caches, auth, human_paced, submitted_system

@@ -18,9 +18,9 @@ from sqlmodel import Session
 from evaluation.dataset import load_dataset
 from hub import db
 from hub.migrate import upgrade
-from hub.services import exports
-from hub.services.accounts import create_token, create_user
-from hub.services.demo import seed_baselines
+from hub.services.accounts.accounts import create_token, create_user
+from hub.services.publishing import exports
+from hub.services.submissions.demo import seed_baselines
 from hub.storage import get_storage
 from hub.web.app import create_app
 from tests.hub.conftest import DATASET, _clear_caches, auth, post, responses_file

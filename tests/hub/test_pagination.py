@@ -15,8 +15,8 @@ from evaluation.dataset import Prompt, Turn, write_dataset
 from evaluation.settings import get_settings
 from hub import storage
 from hub.models import Submission, SubmissionStatus, System
-from hub.services.accounts import create_user
-from hub.services.pagination import DEFAULT_PER_PAGE, MAX_PER_PAGE
+from hub.services.accounts.accounts import create_user
+from hub.services.platform.pagination import DEFAULT_PER_PAGE, MAX_PER_PAGE
 from hub.web.app import create_app
 from tests.hub.conftest import DATASET, new_experiment
 

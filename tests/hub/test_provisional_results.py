@@ -14,7 +14,7 @@ from sqlmodel import Session, select
 
 from evaluation.dataset import load_dataset
 from hub.models import AuditEntry, Rater
-from hub.services import assignments, raters
+from hub.services.human import assignments, raters
 from hub.web.app import create_app
 from tests.hub.conftest import DATASET, auth, new_experiment
 

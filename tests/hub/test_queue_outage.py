@@ -12,10 +12,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
-from hub import jobs, settings
+from hub import jobs, queue, settings
 from hub.models import OutboxJob, Score, Submission, SubmissionStatus
-from hub.services import evaluation
-from hub.services import outbox as outbox_service
+from hub.services.platform import outbox as outbox_service
+from hub.services.submissions import evaluation
 from hub.storage import get_storage
 from hub.web.app import create_app
 from tests.hub.conftest import auth, post
@@ -65,11 +65,11 @@ def redis_queue(hub_env, tmp_path, monkeypatch):
     server.start()
     monkeypatch.setenv("HUB_QUEUE_URL", server.url)
     monkeypatch.setenv("HUB_RATE_LIMIT_URL", "memory://")  # this test is about the queue being down, not the limiter
-    for cached in (settings.get_settings, jobs.get_huey, jobs.tasks):
+    for cached in (settings.get_settings, queue.get_huey, queue.tasks):
         cached.cache_clear()
     yield server
     server.stop()
-    for cached in (settings.get_settings, jobs.get_huey, jobs.tasks):
+    for cached in (settings.get_settings, queue.get_huey, queue.tasks):
         cached.cache_clear()
 
 
@@ -125,7 +125,7 @@ def test_approval_while_redis_is_down_is_evaluated_once_when_it_is_back(
             assert jobs.requeue_stalled() == [submission["id"]]  # the periodic sweep, run now
             wait_for(hub_env, submission["id"], SubmissionStatus.evaluated)
             assert jobs.requeue_stalled() == []  # the outbox is empty: nothing sent twice
-            jobs.enqueue_evaluation(submission["id"])  # a duplicate job (e.g. sent twice) does not score again
+            queue.enqueue_evaluation(submission["id"])  # a duplicate job (e.g. sent twice) does not score again
             time.sleep(1.0)
         finally:
             consumer.stop(graceful=True)

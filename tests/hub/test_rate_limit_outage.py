@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from hub import settings
-from hub.services import rate_limits
+from hub.services.accounts import rate_limits
 from tests.hub.conftest import auth, new_experiment
 from tests.hub.test_queue_outage import free_port
 from tests.hub.test_rate_limits import CSRF_FIELD, PASSWORD, browser, log_in

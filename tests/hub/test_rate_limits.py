@@ -18,7 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from hub import settings
-from hub.services import rate_limits
+from hub.services.accounts import rate_limits
 from hub.web.app import create_app
 from tests.hub.conftest import auth
 
@@ -181,7 +181,7 @@ def test_the_account_limit_holds_across_two_server_processes(two_servers):
 
 HAMMER = """
 import sys
-from hub.services.rate_limits import SQLiteStorage
+from hub.services.accounts.rate_limits import SQLiteStorage
 storage = SQLiteStorage("hub+sqlite://" + sys.argv[1])
 for _ in range(100):
     storage.incr("shared", 60)

@@ -18,12 +18,12 @@ import sqlalchemy as sa
 from sqlmodel import Session
 
 from evaluation.dataset import load_dataset
-from hub import db, jobs, settings, storage
+from hub import db, queue, settings, storage
 from hub.errors import Conflict
 from hub.models import Assignment, Experiment, Submission, SubmissionStatus, System, User
-from hub.services import assignments, raters
-from hub.services.accounts import create_user
-from hub.services.demo import BASELINES
+from hub.services.accounts.accounts import create_user
+from hub.services.human import assignments, raters
+from hub.services.submissions.demo import BASELINES
 from tests.hub.conftest import DATASET, POSTGRES_ADMIN_URL, new_experiment
 
 RACERS = 30
@@ -52,7 +52,7 @@ def fresh_database(kind: str, folder: Path) -> Iterator[str]:
 
 
 def clear_caches() -> None:
-    for cached in (settings.get_settings, db.get_engine, storage.get_storage, jobs.get_huey, jobs.tasks):
+    for cached in (settings.get_settings, db.get_engine, storage.get_storage, queue.get_huey, queue.tasks):
         cached.cache_clear()
 
 

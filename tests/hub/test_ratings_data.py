@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, func, select
 
 from hub.models import Experiment, Rater, Rating, System
-from hub.services import assignments, experiment_access, raters
-from hub.services.ratings_import import import_chateval, read_votes
+from hub.services.human import assignments, experiment_access, raters
+from hub.services.human.ratings_import import import_chateval, read_votes
 from hub.web.app import create_app
 from tests.hub.conftest import new_experiment
 
@@ -167,7 +167,7 @@ def test_export_publishes_the_snapshot_to_s3(hub_env, admin_user, baselines, mon
 def test_the_imported_chateval_experiments_show_the_independent_agreement_figures(hub_env, shared_data, run_cli):
     """Through the CLI import and the experiment pages' own numbers (experiment_results.results), every run's
     Cohen's and Fleiss' kappa equal scikit-learn's and statsmodels' on the raw votes.csv rows of that run."""
-    from hub.services.experiment_results import results
+    from hub.services.human.experiment_results import results
     from tests.test_agreement_real_data import by_run, first_votes, independent_cohen, independent_fleiss
 
     imported = run_cli("ratings", "import-chateval", "--votes", shared_data / "votes.csv")

@@ -15,7 +15,7 @@ from sqlmodel import Session
 
 from evaluation.dataset import load_dataset
 from hub.models import Rater
-from hub.services import raters
+from hub.services.human import raters
 from hub.web.app import create_app
 from tests.hub.conftest import DATASET, auth, new_experiment
 from tests.hub.test_held_out_judgements import _rate

@@ -15,9 +15,9 @@ import urllib.request
 import pytest
 from sqlmodel import Session
 
-from hub import db, jobs, settings, storage
+from hub import db, queue, settings, storage
 from hub.migrate import upgrade
-from hub.services.accounts import create_token, create_user
+from hub.services.accounts.accounts import create_token, create_user
 from tests.hub.conftest import DATASET, submitted_system
 from tests.hub.live_server import live_hub, stalled_readers, wait_until_answering
 
@@ -28,7 +28,7 @@ LONG_LINE = "word " * 500  # the first two systems answer at ~2.5 KB: their comp
 
 
 def _clear_caches() -> None:
-    for cached in (settings.get_settings, db.get_engine, storage.get_storage, jobs.get_huey, jobs.tasks):
+    for cached in (settings.get_settings, db.get_engine, storage.get_storage, queue.get_huey, queue.tasks):
         cached.cache_clear()
 
 

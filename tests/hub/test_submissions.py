@@ -8,7 +8,7 @@ from sqlmodel import Session, select
 from evaluation.dataset import load_dataset
 from hub.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, UnprocessableInput
 from hub.models import SubmissionStatus, System, User
-from hub.services.submissions import SystemForm, UploadedFile, can_view, create_submissions, get_visible
+from hub.services.submissions.submissions import SystemForm, UploadedFile, can_view, create_submissions, get_visible
 from hub.storage import LocalStorage, get_storage
 
 

@@ -16,7 +16,8 @@ from sqlmodel import Session
 
 from evaluation.dataset import load_dataset
 from hub.models import ItemKind, User
-from hub.services import assignments, experiments, irt_fits, raters
+from hub.services.human import assignments, experiments, raters
+from hub.services.statistics import irt_fits
 from hub.storage import get_storage
 from hub.web.app import create_app
 from tests.hub.conftest import DATASET, submitted_system

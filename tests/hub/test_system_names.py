@@ -18,7 +18,7 @@ from evaluation.dataset import load_dataset
 from hub import db
 from hub.migrate import upgrade
 from hub.models import System
-from hub.services import submissions as submission_service
+from hub.services.submissions import submissions as submission_service
 from hub.system_names import name_key
 from hub.web.app import create_app
 from tests.hub.conftest import DATASET, _clear_caches, post
@@ -132,7 +132,7 @@ def test_the_database_refuses_a_look_alike_public_name_whatever_the_path(engine)
 
 
 def test_racing_public_uploads_of_look_alike_names_make_one_system(engine, monkeypatch):
-    from hub.services.accounts import create_token, create_user
+    from hub.services.accounts.accounts import create_token, create_user
 
     with Session(engine) as session:
         tokens = [

@@ -14,12 +14,12 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
-from hub import db, jobs, settings, storage
+from hub import db, queue, settings, storage
 from hub.errors import StorageUnavailable
 from hub.migrate import upgrade
 from hub.models import Submission, SubmissionStatus, System
-from hub.services import submissions as submission_service
-from hub.services.accounts import create_token, create_user
+from hub.services.accounts.accounts import create_token, create_user
+from hub.services.submissions import submissions as submission_service
 from hub.web.app import create_app
 from tests.hub.conftest import post
 
@@ -27,7 +27,7 @@ UPLOADS = 8
 
 
 def _clear_caches() -> None:
-    for cached in (settings.get_settings, db.get_engine, storage.get_storage, jobs.get_huey, jobs.tasks):
+    for cached in (settings.get_settings, db.get_engine, storage.get_storage, queue.get_huey, queue.tasks):
         cached.cache_clear()
 
 

@@ -73,7 +73,7 @@ def wait_for(engine, submission_id: int, wanted: SubmissionStatus, timeout: floa
 def test_killed_worker_leaves_no_partial_scores_and_the_retry_scores_once(hub_env, tmp_path, monkeypatch):
     from evaluation.dataset import load_dataset
     from evaluation.settings import get_settings as toolkit_settings
-    from hub import jobs
+    from hub import jobs, queue
     from hub.settings import get_settings
 
     datasets = tmp_path / "datasets"
@@ -101,7 +101,7 @@ def test_killed_worker_leaves_no_partial_scores_and_the_retry_scores_once(hub_en
         "HUB_DATA_DIR": str(get_settings().data_dir),
         "CHATEVAL_DATASET_DIRS": json.dumps([str(datasets)]),
     }
-    jobs.enqueue_evaluation(submission_id)
+    queue.enqueue_evaluation(submission_id)
     worker = start_worker(env)
     try:
         wait_for(hub_env, submission_id, SubmissionStatus.evaluating, timeout=60)

@@ -18,7 +18,8 @@ from sqlmodel import Session, col, select
 from hub.errors import BadRequest, Conflict, Forbidden, NotFound, Unauthorized
 from hub.models import ApiToken, BrowserSession, User
 from hub.models.common import utcnow
-from hub.services import audit, rate_limits
+from hub.services.accounts import rate_limits
+from hub.services.platform import audit
 from hub.settings import get_settings
 
 MIN_PASSWORD, MAX_PASSWORD = 10, 1024

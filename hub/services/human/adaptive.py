@@ -15,26 +15,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pydantic import BaseModel, Field
 from sqlalchemy import func, or_, update
 from sqlmodel import Session, col, select
 
 from evaluation.irt.sequential import SequentialTest
 from hub.models import Experiment, ExperimentItem, ExperimentStatus, ItemKind, Rater, Rating, Task
 from hub.models.common import utcnow
+from hub.services.human.experiments import AdaptiveOptions
+from hub.services.human.human_pipeline import mark_closed
 
 log = logging.getLogger(__name__)
 SCORE = {"A": 1, "tie": 0, "B": -1}
-
-
-class AdaptiveOptions(BaseModel):
-    """How an adaptive experiment releases its tasks and when it stops."""
-
-    round_tasks: int = Field(default=2, ge=1, le=10_000, description="Tasks released per round.")
-    alpha: float = Field(default=0.05, gt=0, le=0.2, description="Error rate of the sequential test.")
-    budget_judgements: int | None = Field(
-        default=None, ge=1, description="Stop after this many judgements of real pairs, decided or not."
-    )
 
 
 def options(experiment: Experiment) -> AdaptiveOptions | None:
@@ -118,8 +109,6 @@ def _stop(session: Session, experiment: Experiment, test: SequentialTest, releas
         "at": utcnow().isoformat(),
     }
     settings = {**experiment.settings, "adaptive": {**experiment.settings["adaptive"], "stopped": stopped}}
-    from hub.services.experiments import mark_closed  # experiments imports this module
-
     if not mark_closed(session, experiment, actor=None, settings=settings):
         return False
     log.info("adaptive experiment #%s stopped (%s) after %s judgements", experiment.id, reason, test.used)

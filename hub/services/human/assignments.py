@@ -36,7 +36,7 @@ from hub.models import (
     TieMode,
 )
 from hub.models.common import utcnow
-from hub.services import adaptive
+from hub.services.human import adaptive
 from hub.settings import get_settings
 
 CHOICES = {TieMode.single: ("left", "tie", "right"), TieMode.split: ("left", "both_good", "both_bad", "right")}

@@ -13,7 +13,7 @@ from sqlmodel import Session, col, select
 
 from hub.errors import NotFound
 from hub.models import Experiment, ExperimentStatus, Submission, System, User
-from hub.services.leaderboard import RESULT_STATUSES
+from hub.services.submissions.results import RESULT_STATUSES
 
 
 def system_is_public(session: Session, system: System, dataset_name: str) -> bool:

@@ -8,17 +8,21 @@ quality checks sit in each block all come from the one seeded generator passed i
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
 
+from pydantic import BaseModel, Field
 from sqlmodel import Session
 
 from evaluation.dataset import Dataset
 from hub.models import Experiment, ExperimentItem, ItemKind, Rating, Task
-from hub.services.check_items import degrade
+from hub.services.human.check_items import degrade
 
-if TYPE_CHECKING:
-    # Type-only: experiments imports this module at run time, so a real import here would be a cycle.
-    from hub.services.experiments import KnownAnswer
+
+class KnownAnswer(BaseModel):
+    """An admin-supplied check pair: for this prompt, `better` is the response a careful rater prefers."""
+
+    prompt_id: str = Field(min_length=1, max_length=200)
+    better: str = Field(min_length=1, max_length=10_000)
+    worse: str = Field(min_length=1, max_length=10_000)
 
 
 def _same(a: str, b: str) -> bool:

@@ -1,6 +1,6 @@
 """Pairwise human evaluations: create (validate, snapshot, store the seed), estimate cost, launch, close.
 
-Creation is one transaction: hub.services.experiment_items builds every item and task from one seeded random
+Creation is one transaction: hub.services.human.experiment_items builds every item and task from one seeded random
 generator, and the seed is stored with the experiment, so the same form and seed rebuild the same experiment.
 """
 
@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
-from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from evaluation.dataset import Dataset
@@ -30,11 +29,10 @@ from hub.models import (
     User,
 )
 from hub.models.common import utcnow
-from hub.services import audit
-from hub.services.adaptive import AdaptiveOptions
-from hub.services.datasets import installed_dataset
-from hub.services.experiment_items import build_items
-from hub.services.leaderboard import RESULT_STATUSES, read_responses
+from hub.services.human.experiment_items import KnownAnswer, build_items
+from hub.services.platform import audit
+from hub.services.platform.datasets import installed_dataset
+from hub.services.submissions.results import RESULT_STATUSES, read_responses
 from hub.storage import Storage
 
 MICRO = 1_000_000
@@ -43,12 +41,14 @@ MAX_ID = 2**63 - 1  # the largest row id a 64-bit column holds
 JUDGEABLE = (SubmissionStatus.approved, SubmissionStatus.evaluating, *RESULT_STATUSES)
 
 
-class KnownAnswer(BaseModel):
-    """An admin-supplied check pair: for this prompt, `better` is the response a careful rater prefers."""
+class AdaptiveOptions(BaseModel):
+    """How an adaptive experiment releases its tasks and when it stops."""
 
-    prompt_id: str = Field(min_length=1, max_length=200)
-    better: str = Field(min_length=1, max_length=10_000)
-    worse: str = Field(min_length=1, max_length=10_000)
+    round_tasks: int = Field(default=2, ge=1, le=10_000, description="Tasks released per round.")
+    alpha: float = Field(default=0.05, gt=0, le=0.2, description="Error rate of the sequential test.")
+    budget_judgements: int | None = Field(
+        default=None, ge=1, description="Stop after this many judgements of real pairs, decided or not."
+    )
 
 
 class ExperimentForm(BaseModel):
@@ -83,7 +83,7 @@ class ExperimentForm(BaseModel):
         default=None, description="Release tasks in rounds and stop once a sequential test decides (hub raters)."
     )
     submission_id: int | None = Field(default=None, ge=1, le=MAX_ID)
-    mturk: dict[str, Any] = Field(default_factory=dict, description="HIT options; see hub.services.mturk.")
+    mturk: dict[str, Any] = Field(default_factory=dict, description="HIT options; see hub.services.human.mturk.")
 
     @field_validator("backend", mode="before")
     @classmethod
@@ -207,7 +207,7 @@ def _adaptive_priority(
 ) -> tuple[dict[int, float] | None, str]:
     """For an adaptive experiment: the expected information of each prompt in the dataset's newest IRT fit, so the
     first rounds judge the prompts that tell the most; random order while the dataset has no fit."""
-    from hub.services.irt_plan import plan
+    from hub.services.statistics.irt_plan import plan
 
     ranked = plan(session, dataset.manifest.name, system_a.id, system_b.id)
     if ranked["fit_id"] is None:
@@ -230,7 +230,7 @@ def create_experiment(session: Session, actor: User | None, form: ExperimentForm
         if known.prompt_id not in set(dataset.prompt_ids):
             raise UnprocessableInput(f"known answer for unknown prompt {known.prompt_id!r}", field="known_answers")
     if form.backend == Backend.mturk:
-        from hub.services.mturk import MTurkOptions
+        from hub.services.human.mturk.client import MTurkOptions
 
         try:
             MTurkOptions.model_validate(form.mturk)
@@ -244,7 +244,7 @@ def create_experiment(session: Session, actor: User | None, form: ExperimentForm
     if form.most_informative is not None:
         if form.prompt_ids:
             raise UnprocessableInput("give prompt_ids or most_informative, not both", field="most_informative")
-        from hub.services.irt_plan import most_informative
+        from hub.services.statistics.irt_plan import most_informative
 
         chosen, settings["prompt_selection"] = most_informative(
             session, dataset.manifest.name, system_a.id, system_b.id, form.most_informative
@@ -328,37 +328,3 @@ def launch(session: Session, admin: User, experiment_id: int, *, backend_launch=
     audit.record(session, actor=admin, action="launch_experiment", target=f"experiment #{experiment.id}")
     session.refresh(experiment)
     return experiment
-
-
-def close(session: Session, admin: User, experiment_id: int) -> Experiment:
-    experiment = admin_experiment(session, admin, experiment_id)
-    mark_closed(session, experiment, actor=admin)
-    session.refresh(experiment)
-    return experiment
-
-
-def mark_closed(
-    session: Session, experiment: Experiment, *, actor: User | None, settings: dict[str, Any] | None = None
-) -> bool:
-    """Close the experiment once (a conditional update: of two racing closes one wins), with `settings` replacing
-    its settings if given; then the lifecycle goes on: the submission may be complete, and the dataset's IRT fit is
-    refreshed by a job. False when it was already closed."""
-    values: dict[str, Any] = {"status": ExperimentStatus.closed, "closed_at": utcnow()}
-    if settings is not None:
-        values["settings"] = settings
-    closed = session.exec(  # type: ignore[call-overload]
-        update(Experiment)
-        .where(col(Experiment.id) == experiment.id, col(Experiment.status) != ExperimentStatus.closed)
-        .values(**values)
-    )
-    session.commit()
-    if closed.rowcount != 1:
-        return False
-    audit.record(session, actor=actor, action="close_experiment", target=f"experiment #{experiment.id}")
-    session.refresh(experiment)
-    from hub.jobs import enqueue_refit
-    from hub.services.human_pipeline import complete_if_done
-
-    complete_if_done(session, experiment)
-    enqueue_refit(experiment.dataset_name)
-    return True

@@ -1,19 +1,23 @@
 """The lifecycle after automatic scores: an evaluated submission that chose baselines gets one draft experiment
 per baseline (`human_evaluation`); an admin reviews the cost and launches them; once all are closed the
-submission is `complete`. Rater money is never spent without an admin's launch."""
+submission is `complete`. Closing an experiment (`close`, `mark_closed`) lives here, since it moves that lifecycle on
+and queues the dataset's IRT refit. Rater money is never spent without an admin's launch."""
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, update
 from sqlmodel import Session, col, select
 
+from hub import queue
 from hub.errors import HubError
-from hub.models import Experiment, ExperimentStatus, Submission, SubmissionStatus
+from hub.models import Experiment, ExperimentStatus, Submission, SubmissionStatus, User
 from hub.models.common import utcnow
-from hub.services import audit
-from hub.services.experiments import ExperimentForm, create_experiment
+from hub.services.human import experiments
+from hub.services.human.experiments import ExperimentForm, create_experiment
+from hub.services.platform import audit
 from hub.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -82,3 +86,37 @@ def complete_if_done(session: Session, experiment: Experiment) -> None:
         submission.status, submission.updated_at = SubmissionStatus.complete, utcnow()
         session.add(submission)
         session.commit()
+
+
+# --- closing: the lifecycle goes on --------------------------------------------------------------------
+
+
+def close(session: Session, admin: User, experiment_id: int) -> Experiment:
+    experiment = experiments.admin_experiment(session, admin, experiment_id)
+    mark_closed(session, experiment, actor=admin)
+    session.refresh(experiment)
+    return experiment
+
+
+def mark_closed(
+    session: Session, experiment: Experiment, *, actor: User | None, settings: dict[str, Any] | None = None
+) -> bool:
+    """Close the experiment once (a conditional update: of two racing closes one wins), with `settings` replacing
+    its settings if given; then the lifecycle goes on: the submission may be complete, and the dataset's IRT fit is
+    refreshed by a job. False when it was already closed."""
+    values: dict[str, Any] = {"status": ExperimentStatus.closed, "closed_at": utcnow()}
+    if settings is not None:
+        values["settings"] = settings
+    closed = session.exec(  # type: ignore[call-overload]
+        update(Experiment)
+        .where(col(Experiment.id) == experiment.id, col(Experiment.status) != ExperimentStatus.closed)
+        .values(**values)
+    )
+    session.commit()
+    if closed.rowcount != 1:
+        return False
+    audit.record(session, actor=actor, action="close_experiment", target=f"experiment #{experiment.id}")
+    session.refresh(experiment)
+    complete_if_done(session, experiment)
+    queue.enqueue_refit(experiment.dataset_name)
+    return True

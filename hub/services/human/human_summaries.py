@@ -4,7 +4,7 @@ system profiles and leaderboards.
 The numbers are the experiment page's own (`experiment_results.results`: judgements of real pairs by raters not
 excluded, automatic ties included, through the toolkit's `summarize`), computed from one grouped count per
 experiment and rater instead of every rating row. Only experiments the viewer may see (`can_view_experiment`) appear.
-Judgements of raters the screening flagged are held out until an admin decides (`experiment_results.held_out_raters`),
+Judgements of raters the screening flagged are held out until an admin decides (`screening.held_out_raters`),
 and the numbers of an experiment that is not closed carry `provisional: true` (a pooled leaderboard cell when any of
 its experiments is).
 """
@@ -21,9 +21,10 @@ from sqlmodel import Session, col, select
 
 from evaluation.pairwise_results import summarize
 from hub.models import Experiment, ExperimentItem, ExperimentStatus, ItemKind, Rater, Rating, System, Task, User
-from hub.services.experiment_access import experiment_is_public, visible_experiments
-from hub.services.experiment_results import experiment_json, held_out_raters, is_provisional
-from hub.services.pagination import PageRequest, paginate
+from hub.services.human.experiment_access import experiment_is_public, visible_experiments
+from hub.services.human.experiment_results import experiment_json, is_provisional
+from hub.services.human.screening import held_out_raters
+from hub.services.platform.pagination import PageRequest, paginate
 
 HELD_OUT = "held_out"  # the key, in Counts, of the judgements held out (flagged raters awaiting a decision)
 FLIP = {"A": "B", "B": "A", "tie": "tie", HELD_OUT: HELD_OUT}

@@ -10,9 +10,10 @@ import logging
 
 from sqlmodel import Session, col, select
 
+from hub import queue
 from hub.errors import QueueUnavailable
 from hub.models import Experiment, Rater, Rating, User
-from hub.services import raters
+from hub.services.human import raters
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +34,6 @@ def decide_on_rater(
 
 def enqueue_refits(session: Session, rater: Rater) -> list[str]:
     """Enqueue the refit of every dataset the rater judged; the datasets whose refit was enqueued."""
-    from hub.jobs import enqueue_refit
-
     query = (
         select(Experiment.dataset_name)
         .join(Rating, col(Rating.experiment_id) == col(Experiment.id))
@@ -44,7 +43,7 @@ def enqueue_refits(session: Session, rater: Rater) -> list[str]:
     enqueued = []
     for dataset_name in sorted(session.exec(query)):
         try:
-            enqueue_refit(dataset_name)
+            queue.enqueue_refit(dataset_name)
         except QueueUnavailable:
             log.warning("refit of %s not enqueued (queue unavailable): the periodic refit will do it", dataset_name)
             continue

@@ -24,7 +24,8 @@ from sqlmodel import Session, col, select
 from hub.errors import Conflict, Forbidden, NotFound, UnprocessableInput
 from hub.models import Experiment, Rater, RaterInvite, User
 from hub.models.common import utcnow
-from hub.services import audit, rate_limits
+from hub.services.accounts import rate_limits
+from hub.services.platform import audit
 from hub.settings import get_settings
 
 INVITE_PREFIX = "cei_"

@@ -29,8 +29,8 @@ from hub.models import (
     System,
     Task,
 )
-from hub.services.public_names import public_namesake, refuse_public_clash
-from hub.services.raters import public_hash
+from hub.services.human.raters import public_hash
+from hub.services.submissions.public_names import public_namesake, refuse_public_clash
 from hub.system_names import RefusedText, check_name
 
 COLUMNS = ("run", "evalset", "model_1", "model_2", "prompt", "worker", "hit", "vote", "assign_secs")

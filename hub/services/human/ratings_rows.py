@@ -13,8 +13,8 @@ from sqlmodel import Session, col, select
 
 from evaluation.judgements import RATINGS_EXPORT_FIELDS
 from hub.models import Assignment, Experiment, ExperimentItem, Rater, Rating, System
-from hub.services.experiment_access import experiment_is_public
-from hub.services.experiment_results import held_out_raters
+from hub.services.human.experiment_access import experiment_is_public
+from hub.services.human.screening import held_out_raters
 
 BATCH = 500
 FIELDS = RATINGS_EXPORT_FIELDS

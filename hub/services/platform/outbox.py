@@ -18,7 +18,6 @@ from hub.models import OutboxJob
 from hub.models.common import utcnow
 
 Send = Callable[[OutboxJob], None]
-EVALUATE_SUBMISSION = "evaluate_submission"
 # A job younger than this is probably being handed over by the request that made it; the sweep leaves it alone.
 OUTBOX_GRACE = timedelta(seconds=30)
 

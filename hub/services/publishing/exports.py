@@ -67,9 +67,11 @@ from evaluation import csv_cells
 from evaluation.dataset import Dataset
 from hub.errors import HubError, NotFound
 from hub.models import Score, Submission, System
-from hub.services import irt_rows, ratings_rows
-from hub.services.leaderboard import RESULT_STATUSES, finite, installed_dataset, read_responses
-from hub.services.submissions import can_view
+from hub.services.human import ratings_rows
+from hub.services.platform.datasets import installed_dataset
+from hub.services.statistics import irt_rows
+from hub.services.submissions.results import RESULT_STATUSES, finite, read_responses
+from hub.services.submissions.submissions import can_view
 from hub.storage import Storage
 
 log = logging.getLogger(__name__)

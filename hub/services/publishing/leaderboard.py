@@ -7,7 +7,6 @@ and a system the viewer may not see answers 404 with the same message as one tha
 from __future__ import annotations
 
 import logging
-import math
 from collections import defaultdict
 from typing import Any
 
@@ -15,18 +14,18 @@ from sqlmodel import Session, col, select
 
 from evaluation.dataset import Dataset, installed_dataset_dirs, load_dataset_dir
 from evaluation.errors import EvaluationError
-from evaluation.responses import parse_responses
-from hub.errors import BadRequest, HubError, NotFound
-from hub.models import Score, Submission, SubmissionStatus, System, User
-from hub.services.datasets import installed_dataset
-from hub.services.pagination import PageRequest, paginate
-from hub.services.submissions import can_view
+from hub.errors import BadRequest, NotFound
+from hub.models import Score, Submission, System, User
+from hub.services.human.human_summaries import has_human_results, leaderboard_human, system_human
+from hub.services.platform.datasets import installed_dataset
+from hub.services.platform.pagination import PageRequest, paginate
+from hub.services.statistics.irt_views import leaderboard_cells, statistics_index, system_irt
+from hub.services.submissions.results import RESULT_STATUSES, finite, read_responses
+from hub.services.submissions.submissions import can_view
 from hub.storage import Storage
 
 log = logging.getLogger(__name__)
 
-# Statuses whose automatic scores are final enough to rank and compare.
-RESULT_STATUSES = (SubmissionStatus.evaluated, SubmissionStatus.human_evaluation, SubmissionStatus.complete)
 DEFAULT_SORT = "bleu-2"
 LATEST_ON_OVERVIEW = 8
 ORDERS = ("asc", "desc")
@@ -40,11 +39,6 @@ SCORE_SUMMARY = (
     Score.corpus,
     Score.higher_is_better,
 )
-
-
-def finite(value: float | None) -> float | None:
-    """JSON has no NaN or infinity; a score that is not a finite number is shown as missing."""
-    return value if value is not None and math.isfinite(value) else None
 
 
 def dataset_json(dataset: Dataset) -> dict[str, Any]:
@@ -169,8 +163,6 @@ def leaderboard(
     """One row per visible scored submission of the dataset, with the latest score of each metric, under
     `human` its human win rate against each baseline it was judged against (columns in `human_columns`) and under
     `irt` its ability in the dataset's newest IRT fit (the column in `irt_column`, None before any fit)."""
-    from hub.services.human_summaries import leaderboard_human  # it needs experiments, which import this module
-    from hub.services.irt_views import leaderboard_cells
 
     dataset = installed_dataset(dataset_name)
     if order is not None and order not in ORDERS:
@@ -201,7 +193,6 @@ def leaderboard(
 def visible_system(session: Session, system_id: int, viewer: User | None) -> tuple[System, list[Submission]]:
     """The system and its submissions the viewer may see; 404 as for a missing id when it has none to show (neither
     a submission nor a launched human evaluation, as for systems imported with the original ChatEval's votes)."""
-    from hub.services.human_summaries import has_human_results  # it needs experiments, which import this module
 
     system = session.get(System, system_id)
     submissions: list[Submission] = []
@@ -229,8 +220,6 @@ def _score_json(score: Score) -> dict[str, Any]:
 def system_profile(session: Session, system_id: int, viewer: User | None) -> dict[str, Any]:
     """Metadata, every visible submission with all its scores (every metric version) and, under `human`, the
     results of every launched human evaluation of the system the viewer may see. No owner details."""
-    from hub.services.human_summaries import system_human  # it needs experiments, which import this module
-    from hub.services.irt_views import system_irt
 
     system, submissions = visible_system(session, system_id, viewer)
     scores: dict[int, list[Score]] = defaultdict(list)
@@ -263,18 +252,6 @@ def system_profile(session: Session, system_id: int, viewer: User | None) -> dic
         "human": system_human(session, system, viewer),
         "irt": system_irt(session, system),
     }
-
-
-def read_responses(storage: Storage, submission: Submission, dataset: Dataset) -> list[str]:
-    """A stored response file, parsed by the toolkit into dataset prompt order."""
-    try:
-        data = storage.get(submission.responses_sha256)
-        return parse_responses(
-            data, dataset=dataset, name=f"submission {submission.id}", fmt=submission.responses_format
-        )  # type: ignore[arg-type]
-    except EvaluationError as exc:  # validated on upload, so this is damage on the server, not user input
-        log.error("responses of submission %s do not parse: %s", submission.id, exc.describe())
-        raise HubError(f"the responses of submission #{submission.id} cannot be read") from exc
 
 
 def _compared(
@@ -352,7 +329,6 @@ def compare(
 def overview(session: Session, viewer: User | None) -> dict[str, Any]:
     """Datasets with their number of ranked entries, the number of systems and the latest evaluated entries,
     all read through the leaderboards so the viewer sees exactly what those show them; and the published IRT fits."""
-    from hub.services.irt_views import statistics_index  # it needs experiments, which import this module
 
     datasets, entries = [], []
     for dataset in list_datasets():

@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 from hub.db import get_engine
 from hub.models.common import utcnow
-from hub.services import exports
+from hub.services.publishing import exports
 from hub.settings import get_settings
 from hub.storage import get_storage, s3_client
 

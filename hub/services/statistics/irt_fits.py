@@ -20,7 +20,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
 from hub.models import IrtFit, System
-from hub.services.ratings_rows import ratings_rows
+from hub.services.human.ratings_rows import ratings_rows
 
 log = logging.getLogger(__name__)
 BOOTSTRAP = 200

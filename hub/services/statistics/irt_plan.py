@@ -15,8 +15,8 @@ from sqlmodel import Session
 from evaluation.irt.information import expected_information, outcome_probabilities
 from hub.errors import NotFound, UnprocessableInput
 from hub.models import System
-from hub.services.datasets import installed_dataset
-from hub.services.irt_fits import latest_fit
+from hub.services.platform.datasets import installed_dataset
+from hub.services.statistics.irt_fits import latest_fit
 
 PRIOR_DISCRIMINATION = 1.0
 METHOD = "expected-information"

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from hub.services.irt_views import fitted_datasets, published_fit
+from hub.services.statistics.irt_views import fitted_datasets, published_fit
 
 COMMON = ("fit_id", "dataset", "fitted_at", "signature")
 FIELDS: dict[str, tuple[str, ...]] = {

@@ -16,9 +16,9 @@ from sqlmodel import Session, col, select
 
 from hub.errors import HubError, NotFound
 from hub.models import Experiment, ExperimentItem, IrtFit, System
-from hub.services.datasets import installed_dataset
-from hub.services.experiment_access import experiment_is_public
-from hub.services.irt_fits import MIN_JUDGEMENTS, latest_fit
+from hub.services.human.experiment_access import experiment_is_public
+from hub.services.platform.datasets import installed_dataset
+from hub.services.statistics.irt_fits import MIN_JUDGEMENTS, latest_fit
 
 IRT_SORT_KEY = "irt"  # the leaderboard column of IRT abilities
 

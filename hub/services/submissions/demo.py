@@ -9,10 +9,10 @@ from sqlmodel import Session, select
 
 from evaluation.dataset import load_dataset
 from hub.models import Submission, SubmissionStatus, System
-from hub.services.evaluation import EvaluationRun
+from hub.services.submissions.evaluation import EvaluationRun
 from hub.storage import Storage
 
-BASELINES = Path(__file__).resolve().parent.parent.parent / "baselines"
+BASELINES = Path(__file__).resolve().parents[3] / "baselines"  # the repository root's baselines/
 DESCRIPTIONS = {
     "echo": "Answers every prompt with the user's last turn, verbatim (see baselines/README.md).",
     "unigram": "Add-one unigram language model fitted on the prompts: answers with its most probable words; "

@@ -14,7 +14,7 @@ from evaluation.loglik import parse_loglik
 from evaluation.responses import parse_responses
 from hub.models import Score, Submission, SubmissionStatus
 from hub.models.common import utcnow
-from hub.services.datasets import installed_dataset
+from hub.services.platform.datasets import installed_dataset
 from hub.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ class EvaluationRun:
 
     def _plan(self, status: SubmissionStatus) -> SubmissionStatus:
         """The next step of the lifecycle once scored: draft experiments against the chosen baselines (idempotent)."""
-        from hub.services.human_pipeline import plan_human_evaluation
+        from hub.services.human.human_pipeline import plan_human_evaluation
 
         return plan_human_evaluation(self.engine, self.storage, self.submission_id) or status
 

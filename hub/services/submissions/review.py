@@ -10,7 +10,8 @@ from sqlmodel import Session, select
 from hub.errors import BadRequest, Conflict, Forbidden, NotFound
 from hub.models import OutboxJob, Submission, SubmissionStatus, User
 from hub.models.common import utcnow
-from hub.services import audit, outbox
+from hub.queue import EVALUATE_SUBMISSION
+from hub.services.platform import audit, outbox
 
 Enqueue = Callable[[int], None]
 RERUNNABLE = {SubmissionStatus.failed, SubmissionStatus.evaluated, SubmissionStatus.complete}
@@ -45,14 +46,14 @@ def approve(session: Session, admin: User, submission_id: int, *, enqueue: Enque
     """Approve and queue the evaluation. The job is committed with the approval (outbox) and sent after the commit;
     if the queue is down, QueueUnavailable (503): the sweep sends it later, or approving again sends it now."""
     submission = _admin_submission(session, admin, submission_id)
-    stranded = outbox.waiting(session, outbox.EVALUATE_SUBMISSION, submission_id)
+    stranded = outbox.waiting(session, EVALUATE_SUBMISSION, submission_id)
     if submission.status == SubmissionStatus.approved and stranded is not None:
         _send(session, stranded, enqueue)  # approved while the queue was down: try again now
         return submission
     if submission.status != SubmissionStatus.submitted:
         raise Conflict(f"submission #{submission_id} is {submission.status}, not waiting for review")
     submission.review_reason = None
-    job = outbox.add(session, outbox.EVALUATE_SUBMISSION, submission_id)
+    job = outbox.add(session, EVALUATE_SUBMISSION, submission_id)
     _move(session, admin, submission, SubmissionStatus.approved, "approve")
     _send(session, job, enqueue)
     return submission
@@ -80,7 +81,7 @@ def rerun(session: Session, admin: User, submission_id: int, *, enqueue: Enqueue
     if submission.status not in RERUNNABLE:
         raise Conflict(f"submission #{submission_id} is {submission.status}; only failed or evaluated ones re-run")
     submission.error = None
-    job = outbox.add(session, outbox.EVALUATE_SUBMISSION, submission_id)
+    job = outbox.add(session, EVALUATE_SUBMISSION, submission_id)
     try:
         _move(session, admin, submission, SubmissionStatus.approved, "rerun")
     except IntegrityError as exc:  # a failed submission whose file its owner has since submitted again

@@ -14,8 +14,8 @@ from evaluation.loglik import parse_loglik
 from evaluation.responses import detect_format, parse_responses
 from hub.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, UnprocessableInput
 from hub.models import Submission, SubmissionStatus, System, User
-from hub.services.datasets import installed_dataset
-from hub.services.public_names import refuse_public_clash
+from hub.services.platform.datasets import installed_dataset
+from hub.services.submissions.public_names import refuse_public_clash
 from hub.settings import get_settings
 from hub.storage import Storage
 from hub.system_names import MAX_DESCRIPTION_CHARS, MAX_URL_CHARS, RefusedText, check_name, check_text

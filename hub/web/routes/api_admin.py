@@ -8,9 +8,10 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from hub.errors import Forbidden
-from hub.jobs import enqueue_evaluation
 from hub.models import System
-from hub.services import audit, review
+from hub.queue import enqueue_evaluation
+from hub.services.platform import audit
+from hub.services.submissions import review
 from hub.web.deps import DatabaseId, SessionDep, UserDep
 from hub.web.openapi_docs import error_responses
 from hub.web.routes.api_submissions import submission_json

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from hub.models import User
-from hub.services import accounts
+from hub.services.accounts import accounts
 from hub.web.deps import DatabaseId, SessionDep, UserDep
 from hub.web.threads import RequestSessionRoute
 

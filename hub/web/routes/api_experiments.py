@@ -10,9 +10,10 @@ from pydantic import BaseModel, Field
 
 from hub.errors import Forbidden
 from hub.models import Backend
-from hub.services import experiment_access, experiment_results, experiments, irt_plan, raters
-from hub.services.pagination import paginate
-from hub.services.rater_decisions import decide_on_rater
+from hub.services.human import experiment_access, experiment_results, experiments, human_pipeline, raters
+from hub.services.human.rater_decisions import decide_on_rater
+from hub.services.platform.pagination import paginate
+from hub.services.statistics import irt_plan
 from hub.storage import get_storage
 from hub.web import pagination
 from hub.web.deps import DatabaseId, SessionDep, UserDep, ViewerDep
@@ -28,7 +29,7 @@ def _backend_launch(experiment):
     """MTurk experiments create their HITs at launch; the hub's own pages need nothing."""
     if experiment.backend != Backend.mturk:
         return None
-    from hub.services import mturk
+    from hub.services.human import mturk
 
     client = mturk.mturk_client()
     return lambda session, e: mturk.launch_hits(session, e, client)
@@ -39,7 +40,7 @@ def _blocker(block: bool):
     so a hub without MTurk credentials never needs one."""
     if not block:
         return None
-    from hub.services import mturk
+    from hub.services.human import mturk
 
     return mturk.worker_blocker(mturk.mturk_client())
 
@@ -102,7 +103,7 @@ def launch(experiment_id: DatabaseId, session: SessionDep, admin: UserDep) -> di
 
 @router.post("/api/experiments/{experiment_id}/close")
 def close(experiment_id: DatabaseId, session: SessionDep, admin: UserDep) -> dict[str, Any]:
-    return experiment_results.results(session, experiments.close(session, admin, experiment_id), with_raters=True)
+    return experiment_results.results(session, human_pipeline.close(session, admin, experiment_id), with_raters=True)
 
 
 class InviteForm(BaseModel):

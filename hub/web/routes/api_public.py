@@ -16,7 +16,8 @@ from fastapi.responses import StreamingResponse
 
 from hub.db import get_engine
 from hub.errors import BadRequest
-from hub.services import exports, irt_views, leaderboard
+from hub.services.publishing import exports, leaderboard
+from hub.services.statistics import irt_views
 from hub.storage import get_storage
 from hub.web import pagination
 from hub.web.deps import DatabaseId, SessionDep, ViewerDep

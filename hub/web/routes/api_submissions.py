@@ -9,7 +9,7 @@ from sqlmodel import select
 from starlette.concurrency import run_in_threadpool
 
 from hub.models import Score, Submission, System
-from hub.services.submissions import create_submissions, get_visible
+from hub.services.submissions.submissions import create_submissions, get_visible
 from hub.storage import get_storage
 from hub.web.deps import DatabaseId, SessionDep, UserDep, ViewerDep
 from hub.web.openapi_docs import SUBMISSION_FORM, error_responses

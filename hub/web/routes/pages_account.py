@@ -12,9 +12,10 @@ from starlette.concurrency import run_in_threadpool
 
 from hub.errors import HubError
 from hub.models import Score, Submission, SubmissionStatus, System, User
-from hub.services import accounts, rate_limits
-from hub.services.leaderboard import finite, list_datasets
-from hub.services.submissions import create_submissions, get_visible
+from hub.services.accounts import accounts, rate_limits
+from hub.services.publishing.leaderboard import list_datasets
+from hub.services.submissions.results import finite
+from hub.services.submissions.submissions import create_submissions, get_visible
 from hub.storage import get_storage
 from hub.web.csrf import CsrfDep
 from hub.web.deps import SessionDep, ViewerDep

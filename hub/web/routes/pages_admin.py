@@ -9,11 +9,12 @@ from fastapi.responses import RedirectResponse
 from sqlmodel import Session, col, select
 
 from hub.errors import Forbidden, HubError
-from hub.jobs import enqueue_evaluation
 from hub.models import Submission, System, User
-from hub.services import audit, review
-from hub.services.datasets import installed_dataset
-from hub.services.leaderboard import read_responses
+from hub.queue import enqueue_evaluation
+from hub.services.platform import audit
+from hub.services.platform.datasets import installed_dataset
+from hub.services.submissions import review
+from hub.services.submissions.results import read_responses
 from hub.storage import get_storage
 from hub.web.csrf import CsrfDep
 from hub.web.deps import SessionDep, ViewerDep

@@ -12,10 +12,10 @@ from sqlmodel import Session, col, select
 
 from hub.errors import Forbidden, HubError, UnprocessableInput
 from hub.models import Backend, Experiment, RaterInvite, Submission, System, User
-from hub.services import experiment_results, experiments, raters
-from hub.services.adaptive import AdaptiveOptions
-from hub.services.leaderboard import list_datasets
-from hub.services.rater_decisions import decide_on_rater
+from hub.services.human import experiment_results, experiments, human_pipeline, raters
+from hub.services.human.experiments import AdaptiveOptions
+from hub.services.human.rater_decisions import decide_on_rater
+from hub.services.publishing.leaderboard import list_datasets
 from hub.settings import get_settings
 from hub.storage import get_storage
 from hub.web.csrf import CsrfDep
@@ -171,7 +171,7 @@ def experiment_launch(
 def experiment_close(
     request: Request, experiment_id: DatabaseId, _csrf: CsrfDep, session: SessionDep, viewer: ViewerDep
 ):
-    return _act(request, viewer, lambda admin: experiments.close(session, admin, experiment_id), experiment_id)
+    return _act(request, viewer, lambda admin: human_pipeline.close(session, admin, experiment_id), experiment_id)
 
 
 @router.post("/experiments/{experiment_id}/invites")

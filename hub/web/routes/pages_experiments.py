@@ -16,8 +16,8 @@ from fastapi.responses import HTMLResponse
 
 from evaluation.dataset import installed_dataset_dirs
 from hub.errors import NotFound
-from hub.services import experiment_access, experiment_results, human_summaries
-from hub.services.exports import MEDIA_TYPES
+from hub.services.human import experiment_access, experiment_results, human_summaries
+from hub.services.publishing.exports import MEDIA_TYPES
 from hub.web import pagination
 from hub.web.deps import SessionDep, ViewerDep
 from hub.web.pagination import PageDep

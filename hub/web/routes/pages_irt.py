@@ -9,7 +9,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from hub.services import irt_views
+from hub.services.statistics import irt_views
 from hub.web.deps import SessionDep, ViewerDep
 from hub.web.templating import render
 from hub.web.threads import RequestSessionRoute

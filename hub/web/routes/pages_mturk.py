@@ -4,7 +4,7 @@
 - preview (`assignmentId=ASSIGNMENT_ID_NOT_AVAILABLE`): the HIT's pairs, no answers, nothing stored;
 - accepted: the worker's assignment of the HIT's task (claimed on first sight), answered and submitted here;
 - submitted: the completion page posts `assignmentId` to `{turkSubmitTo}/mturk/externalSubmit`, and the periodic
-  poll (`hub.services.mturk.poll_experiment`) approves the assignment since the hub holds its ratings.
+  poll (`hub.services.human.mturk.poll_experiment`) approves the assignment since the hub holds its ratings.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from starlette.datastructures import FormData
 
 from hub.errors import Forbidden, NotFound, UnprocessableInput
 from hub.models import Assignment, Backend, Experiment
-from hub.services import assignments, mturk
+from hub.services.human import assignments, mturk
 from hub.web.deps import DatabaseId, SessionDep
 from hub.web.routes.pages_rating import choices_from_form, render_task
 from hub.web.templating import render

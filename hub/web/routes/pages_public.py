@@ -1,7 +1,7 @@
 """Public HTML pages, twins of the public JSON API: overview, datasets, leaderboards, profiles, comparison, downloads.
 
-Each route renders the view-model its JSON twin serves (hub.services.leaderboard / exports), plus only what a page
-needs on top: links for sorting and navigation, and the data of its charts. Visibility is the services' job.
+Each route renders the view-model its JSON twin serves (hub.services.publishing.leaderboard / exports), plus only
+what a page needs on top: links for sorting and navigation, and the data of its charts. Visibility is the services' job.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from hub.errors import NotFound
-from hub.services import exports, irt_views, leaderboard
+from hub.services.publishing import exports, leaderboard
+from hub.services.statistics import irt_views
 from hub.storage import get_storage
 from hub.web import pagination
 from hub.web.deps import SessionDep, ViewerDep

@@ -15,8 +15,8 @@ from starlette.datastructures import FormData
 
 from hub.errors import Forbidden, NotFound, UnprocessableInput
 from hub.models import Assignment, Experiment, ExperimentItem, Rater, RaterInvite, TieMode
-from hub.services import assignments, raters
-from hub.services.rate_limits import client_address
+from hub.services.accounts.rate_limits import client_address
+from hub.services.human import assignments, raters
 from hub.web.deps import DatabaseId, SessionDep
 from hub.web.openapi_docs import error_responses
 from hub.web.templating import render

@@ -9,11 +9,11 @@ from the usual AWS chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, a profile, 
 - `workers`: the rating page's task and assignment for a worker, where it posts, and blocking a worker.
 - `polling`: reviewing submitted assignments (`poll_experiment`, the periodic `poll_open_experiments`).
 
-Callers use the package (`from hub.services import mturk; mturk.launch_hits(...)`): the names below are its API, the
-ones used outside the package; everything else stays in its module.
+Callers use the package (`from hub.services.human import mturk; mturk.launch_hits(...)`): the names below are its
+API, the ones used outside the package; everything else stays in its module.
 """
 
-from hub.services.mturk.client import (
+from hub.services.human.mturk.client import (
     BACKOFF_BASE_SECONDS,
     BACKOFF_CAP_SECONDS,
     SANDBOX_ENDPOINT,
@@ -24,9 +24,9 @@ from hub.services.mturk.client import (
     mturk_options,
     with_backoff,
 )
-from hub.services.mturk.hits import external_question_xml, hit_reward, launch_hits, qualification_requirements
-from hub.services.mturk.polling import poll_experiment, poll_open_experiments
-from hub.services.mturk.workers import (
+from hub.services.human.mturk.hits import external_question_xml, hit_reward, launch_hits, qualification_requirements
+from hub.services.human.mturk.polling import poll_experiment, poll_open_experiments
+from hub.services.human.mturk.workers import (
     PREVIEW_ASSIGNMENT,
     block_worker,
     claim_for_worker,

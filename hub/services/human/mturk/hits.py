@@ -20,8 +20,8 @@ from sqlmodel import Session, col, select
 
 from hub.errors import UnprocessableInput
 from hub.models import Backend, Experiment, ExperimentItem, ItemKind, Task
-from hub.services.experiments import MICRO
-from hub.services.mturk.client import (
+from hub.services.human.experiments import MICRO
+from hub.services.human.mturk.client import (
     AWS_ERRORS,
     InsufficientBalance,
     MTurkError,

@@ -18,7 +18,7 @@ from sqlmodel import Session, col, select
 
 from hub.errors import HubError
 from hub.models import Assignment, AssignmentStatus, Backend, Experiment, ExperimentStatus, Rater, Task
-from hub.services.mturk.client import (
+from hub.services.human.mturk.client import (
     AWS_ERRORS,
     FEEDBACK_MAX,
     error_code,

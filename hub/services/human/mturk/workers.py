@@ -8,9 +8,9 @@ from sqlmodel import Session, select
 
 from hub.errors import Conflict, Forbidden, NotFound, UnprocessableInput
 from hub.models import Assignment, AssignmentStatus, Backend, Experiment, ExperimentStatus, Rater, Task
-from hub.services.assignments import claim_task
-from hub.services.mturk.client import AWS_ERRORS, FEEDBACK_MAX, MTurkError, error_code, with_backoff
-from hub.services.raters import rater_for
+from hub.services.human.assignments import claim_task
+from hub.services.human.mturk.client import AWS_ERRORS, FEEDBACK_MAX, MTurkError, error_code, with_backoff
+from hub.services.human.raters import rater_for
 
 # Where MTurk tells the page to post the finished assignment (`turkSubmitTo`): the worker site or its sandbox.
 SUBMIT_HOSTS = ("https://www.mturk.com", "https://workersandbox.mturk.com")

@@ -1,0 +1,76 @@
+"""The worker side of the queue: what each named job runs, and starting consumers (threads or `chateval worker`).
+
+Only this module imports the services that jobs run; services enqueue through `hub.queue` by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from huey.consumer import Consumer
+
+from hub import queue
+from hub.db import get_engine
+from hub.services.human.mturk.polling import poll_open_experiments
+from hub.services.platform.outbox import drain
+from hub.services.statistics import irt_fits
+from hub.services.submissions.evaluation import EvaluationRun, stalled_submissions
+from hub.storage import get_storage
+
+
+def evaluate_submission(submission_id: int) -> str | None:
+    status = EvaluationRun(get_engine(), get_storage(), submission_id).run()
+    return status.value if status else None
+
+
+def requeue_stalled() -> list[int]:
+    """The periodic sweep: send the jobs the outbox holds (the queue was down), then restart stalled evaluations."""
+    sent = drain(get_engine(), queue.send_outbox_job)
+    stalled = stalled_submissions(get_engine())
+    for submission_id in stalled:
+        queue.enqueue_evaluation(submission_id)
+    return sent + stalled
+
+
+def poll_mturk() -> int:
+    """Fetch submitted Mechanical Turk assignments of open MTurk experiments (approve, reconcile)."""
+    return poll_open_experiments(get_engine())
+
+
+def refit_irt(dataset_name: str) -> int | None:
+    """Refit the published IRT model of a dataset if its public judgements changed; the new fit's id or None."""
+    return irt_fits.refit(get_engine(), dataset_name)
+
+
+def refit_all_irt() -> list[int]:
+    return irt_fits.refit_all(get_engine())
+
+
+HANDLERS: dict[str, Callable[..., Any]] = {
+    queue.EVALUATE_SUBMISSION: evaluate_submission,
+    queue.REQUEUE_STALLED: requeue_stalled,
+    queue.POLL_MTURK: poll_mturk,
+    queue.REFIT_IRT: refit_irt,
+    queue.REFIT_ALL_IRT: refit_all_irt,
+}
+
+
+def register() -> dict:
+    """Hand the handlers to the queue and register its tasks; before any consumer starts."""
+    queue.set_handlers(HANDLERS)
+    return queue.tasks()
+
+
+class EmbeddedConsumer(Consumer):
+    """Worker threads inside another program (`chateval serve`, tests): leaves its signal handlers alone."""
+
+    def _set_signal_handlers(self) -> None:
+        pass
+
+
+def start_embedded_consumer(workers: int = 1, *, periodic: bool = True) -> EmbeddedConsumer:
+    """Start consuming the queue in background threads; call `.stop(graceful=True)` to finish."""
+    register()  # the tasks and their handlers, before the consumer looks them up
+    consumer = EmbeddedConsumer(queue.get_huey(), workers=workers, periodic=periodic, initial_delay=0.05, max_delay=1.0)
+    consumer.start()
+    return consumer

@@ -1,0 +1,1 @@
+"""User accounts, sign-in tokens and the rate limits that guard them."""

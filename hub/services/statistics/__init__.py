@@ -1,0 +1,1 @@
+"""IRT statistics of a dataset: fits from public judgements, prompt planning, published rows and pages."""

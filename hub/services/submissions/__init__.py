@@ -1,0 +1,1 @@
+"""Submissions of system responses: upload, admin review, the automatic evaluation run, public names, results."""
