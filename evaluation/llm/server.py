@@ -23,7 +23,7 @@ from typing import Any
 
 from evaluation.llm.rules import FaultSpec, ReplyRules
 
-Responder = Callable[[dict[str, Any]], str]
+Responder = Callable[[dict[str, Any]], str | None]
 TOKEN = re.compile(r"\s*\S+")
 MAX_BODY_BYTES = 16 * 1024 * 1024
 
@@ -48,7 +48,8 @@ class LocalChatServer:
     Faults (`inject(kind, times=None, ...)`, switchable while it runs): rate_limit (429 with Retry-After),
     server_error (500), slow (answers after `delay_s`), drop (connection closed mid-answer), non_json (200 with an
     HTML body), empty_choices (200 with `choices: []`). With `expected_key`, any other Bearer key gets 401.
-    `counts` counts requests by path and by fault served; `requests` is the total.
+    `counts` counts requests by path and by fault served; `requests` is the total; `max_in_flight` is the most
+    requests it was answering at once.
     """
 
     def __init__(
@@ -67,6 +68,8 @@ class LocalChatServer:
         self.expected_key = expected_key
         self.host, self.port = host, port
         self.counts: Counter[str] = Counter()
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._faults: list[list[Any]] = [[spec, spec.times] for spec in self.rules.faults]
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -145,6 +148,14 @@ class LocalChatServer:
         path = scope["path"]
         self.counts["requests"] += 1
         self.counts[path] += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await self._answer(scope, path, body, send)
+        finally:
+            self.in_flight -= 1
+
+    async def _answer(self, scope: dict, path: str, body: bytes, send: Callable) -> None:
         if self.expected_key is not None:
             headers = dict(scope["headers"])
             if headers.get(b"authorization", b"").decode("latin-1") != f"Bearer {self.expected_key}":
@@ -197,10 +208,10 @@ class LocalChatServer:
         messages: list[Any] = request["messages"] if isinstance(request.get("messages"), list) else []
         users = [m.get("content", "") for m in messages if isinstance(m, dict) and m.get("role") == "user"]
         text = self.responder(request) if self.responder else self.rules.reply(str(users[-1]) if users else "")
-        words = text.split()
+        words = text.split() if text is not None else []  # a responder returning None scripts "content": null
         limit = request.get("max_tokens")
         finish = "stop"
-        if isinstance(limit, int) and 0 < limit < len(words):
+        if text is not None and isinstance(limit, int) and 0 < limit < len(words):
             text, finish = " ".join(words[:limit]), "length"
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages if isinstance(m, dict))
         return {
