@@ -94,13 +94,16 @@ def evaluate(
 
 def default_metric_names() -> list[str]:
     """The built-in defaults plus every registered plugin metric, so plugins run without being named."""
-    plugins = [name for name, cls in families().items() if not cls.__module__.startswith("evaluation.metrics.")]
+    shipped = ("evaluation.metrics.", "evaluation.function_metrics.")  # shipped ones run when named
+    plugins = [name for name, cls in families().items() if not cls.__module__.startswith(shipped)]
     return [*DEFAULT_METRICS, *(name for name in plugins if families()[name].parameter is None)]
 
 
 def _missing_input(needs: Sequence[str], *, embeddings: str | None, loglik: LogLikelihoods | None) -> str | None:
     if "embeddings" in needs and not embeddings:
         return "no word vectors configured (pass --embeddings PATH)"
+    if "conversations" in needs:
+        return "scores whole conversations (use chateval evaluate --conversations FILE)"
     if "loglik" in needs and loglik is None:
         return "no reference log-likelihood file given (pass --loglik FILE)"
     return None

@@ -8,10 +8,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
 from rich.markup import escape
 from rich.table import Table
 
+from evaluation.cli import conversations as conversations_cli
 from evaluation.cli import datasets as datasets_cli
 from evaluation.cli import embeddings as embeddings_cli
 from evaluation.cli import irt as irt_cli
@@ -46,6 +48,7 @@ app.add_typer(rank_cli.app, name="rank")
 llm_cli.register(app)
 metrics_app = typer.Typer(help="Available metrics.", no_args_is_help=True)
 app.add_typer(metrics_app, name="metrics")
+conversations_cli.register_metrics_commands(metrics_app)
 
 
 def _split_metrics(values: list[str] | None) -> list[str] | None:
@@ -56,8 +59,11 @@ def _split_metrics(values: list[str] | None) -> list[str] | None:
 
 @app.command("evaluate")
 def evaluate_command(
-    dataset: Annotated[str, typer.Option(help="Dataset name or folder.")],
-    responses: Annotated[Path, typer.Option(help="Response file: text (one line per prompt) or .jsonl.")],
+    dataset: Annotated[str | None, typer.Option(help="Dataset name or folder.")] = None,
+    responses: Annotated[Path | None, typer.Option(help="Response file: text (one line per prompt) or .jsonl.")] = None,
+    conversations: Annotated[
+        Path | None, typer.Option(help='Conversation log (JSONL of {"messages": [...]}) scored turn by turn instead.')
+    ] = None,
     loglik: Annotated[Path | None, typer.Option(help="Reference log-likelihood JSONL (for perplexity).")] = None,
     metrics: Annotated[
         list[str] | None,
@@ -75,7 +81,21 @@ def evaluate_command(
         typer.Option("--progress/--no-progress", help="Progress bar (default: on for large files)."),
     ] = None,
 ) -> None:
-    """Score a response file against a dataset."""
+    """Score a response file against a dataset. With --conversations: every turn of a conversation log."""
+    if conversations is not None:
+        conversations_cli.evaluate_command(
+            conversations,
+            mixed={"--dataset": dataset, "--responses": responses, "--loglik": loglik, "--compat": compat},
+            metrics=_split_metrics(metrics),
+            plugins=plugin or [],
+            as_json=as_json,
+            progress=progress,
+        )
+        return
+    if dataset is None or responses is None:  # required unless --conversations is given
+        raise click.MissingParameter(
+            param_hint="'--dataset'" if dataset is None else "'--responses'", param_type="option"
+        )
     for path in plugin or []:
         load_plugin_file(path)
     data = load_dataset(dataset)
