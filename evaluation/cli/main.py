@@ -18,6 +18,7 @@ from evaluation.cli import datasets as datasets_cli
 from evaluation.cli import embeddings as embeddings_cli
 from evaluation.cli import irt as irt_cli
 from evaluation.cli import rank as rank_cli
+from evaluation.cli import judges as judges_cli
 from evaluation.cli import llm as llm_cli
 from evaluation.cli.console import err, metric_progress, out
 from evaluation.dataset import load_dataset
@@ -45,6 +46,7 @@ app.add_typer(datasets_cli.app, name="datasets")
 app.add_typer(embeddings_cli.app, name="embeddings")
 app.add_typer(irt_cli.app, name="irt")
 app.add_typer(rank_cli.app, name="rank")
+app.add_typer(judges_cli.app, name="judge")
 llm_cli.register(app)
 metrics_app = typer.Typer(help="Available metrics.", no_args_is_help=True)
 app.add_typer(metrics_app, name="metrics")

@@ -94,14 +94,21 @@ def dataset_pairs(
     """Every prompt of the dataset for every pair of systems (in the order given), or, with a baseline, for the
     baseline (as system_a) against each other system."""
     _check_responses(dataset, responses)
+    with_ids = [system.describe() for system in responses if system.id is not None]
+    if with_ids and len(with_ids) != len(responses):
+        without = ", ".join(system.name for system in responses if system.id is None)
+        raise InvalidInputError(
+            f"systems {', '.join(with_ids)} have hub ids and {without} not: give every system NAME#ID, or none"
+        )
     systems = list(responses)
     if len(systems) < 2:
         raise InvalidInputError("at least two systems' responses are needed to judge pairs")
     if baseline is not None:
-        if baseline not in responses:
+        matches = [s for s in systems if s == baseline or (baseline.id is None and s.name == baseline.name)]
+        if len(matches) != 1:
             known = ", ".join(s.describe() for s in systems)
-            raise InvalidInputError(f"baseline {baseline.describe()} has no responses (given: {known})")
-        couples = [(baseline, other) for other in systems if other != baseline]
+            raise InvalidInputError(f"baseline {baseline.describe()} is not one of the systems given: {known}")
+        couples = [(matches[0], other) for other in systems if other != matches[0]]
     else:
         couples = list(itertools.combinations(systems, 2))
     return [_pair(dataset, i, a, b, responses) for a, b in couples for i in range(len(dataset))]
