@@ -20,6 +20,7 @@ from evaluation.cli import irt as irt_cli
 from evaluation.cli import rank as rank_cli
 from evaluation.cli import judges as judges_cli
 from evaluation.cli import llm as llm_cli
+from evaluation.cli import rubrics as rubrics_cli
 from evaluation.cli.console import err, metric_progress, out
 from evaluation.dataset import load_dataset
 from evaluation.errors import EvaluationError
@@ -48,6 +49,7 @@ app.add_typer(irt_cli.app, name="irt")
 app.add_typer(rank_cli.app, name="rank")
 app.add_typer(judges_cli.app, name="judge")
 llm_cli.register(app)
+app.add_typer(rubrics_cli.app, name="rubric")
 metrics_app = typer.Typer(help="Available metrics.", no_args_is_help=True)
 app.add_typer(metrics_app, name="metrics")
 conversations_cli.register_metrics_commands(metrics_app)
