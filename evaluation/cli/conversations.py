@@ -120,12 +120,15 @@ def _emit(record: dict[str, Any]) -> None:
 
 
 def _print_summary(path: Path, conversations: int, summary: Summary) -> None:
+    """Mean and sd per system, role and value (min and max are in --json's summary)."""
     table = Table(title=f"{path}  ({conversations} conversations)")
-    for column in ("system", "role", "metric", "n", "mean", "sd", "min", "max"):
-        table.add_column(column, justify="right" if column in ("n", "mean", "sd", "min", "max") else "left")
+    for column in ("system", "role", "metric"):
+        table.add_column(column, overflow="fold", no_wrap=column != "system")
+    for column in ("n", "mean", "sd"):
+        table.add_column(column, justify="right", no_wrap=True)
     for row in summary.rows():
-        numbers = [f"{row[k]:.4g}" if row[k] is not None else "-" for k in ("mean", "sd", "min", "max")]
-        table.add_row(row["system"] or "-", row["role"] or "(conversation)", row["metric"], str(row["n"]), *numbers)
+        numbers = [f"{row[k]:.4g}" if row[k] is not None else "-" for k in ("mean", "sd")]
+        table.add_row(row["system"] or "-", row["role"] or "conversation", row["metric"], str(row["n"]), *numbers)
     out.print(table)
 
 
