@@ -23,6 +23,8 @@ GradeStatus = Literal["graded", "unparseable", "error"]
 MAX_ITEMS = 1_000_000
 MAX_ID_VALUE_CHARS = 512
 ERROR_CHARS = 300
+RESULT_KEYS = frozenset({"kind", "rubric", "signature", "score", "status", "criteria"})
+"""Keys of a result line; an item's id keys sit beside them, so they may not be any of these."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,8 @@ def check_items(rubric: Rubric, items: Sequence[Mapping[str, str]]) -> list[dict
                 raise InvalidInputError(f"{where}: field {key[:MAX_ID_CHARS]!r} is longer than {limit:,} characters")
             if "\x00" in value or (key not in FIELD_NAMES and _has_control(value)):
                 raise InvalidInputError(f"{where}: field {key!r} contains a control character")
+            if key in RESULT_KEYS:
+                raise InvalidInputError(f"{where}: {key!r} cannot be an id key (results use it)")
             if key not in FIELD_NAMES:
                 item_ids[key] = value
         missing = [name for name in rubric.fields if name not in item]

@@ -125,7 +125,18 @@ def test_items_are_checked_before_any_call():
             grade_items(rubric, [{"context": "c" * 100_001, "response": "r"}], client_for(server))
         with pytest.raises(InvalidInputError, match="key 'score' must name a text value"):
             grade_items(rubric, [{"context": "c", "response": "r", "score": 3}], client_for(server))
+        with pytest.raises(InvalidInputError, match="'status' cannot be an id key"):
+            grade_items(rubric, [{"context": "c", "response": "r", "status": "x"}], client_for(server))
         assert server.requests == 0
+
+
+def test_rate_limited_calls_are_retried_and_graded():
+    rubric = parse_rubric(VALID)
+    with LocalChatServer(responder=lambda request: "Grade: Good", expected_key=KEY) as server:
+        server.inject("rate_limit", times=2, retry_after_s=0.05)
+        (result,) = grade_items(rubric, [{"context": "c", "response": "r"}], client_for(server, concurrency=1))
+        assert server.counts["rate_limit"] == 2
+    assert result.score == pytest.approx(1.0) and {c.status for c in result.criteria} == {"graded"}
 
 
 def test_raters_free_text_answers_graded_like_any_response():
