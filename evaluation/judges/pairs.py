@@ -31,11 +31,13 @@ class SystemRef:
 
 
 def parse_system(label: str) -> SystemRef:
-    """`NAME` or `NAME#ID` (a hub system's id) from the command line; bounded, no control characters."""
+    """`NAME` or `NAME#ID` (a hub system's id: digits after the last '#'); bounded, printable."""
     text = label.strip()
-    name, _, raw_id = text.rpartition("#") if "#" in text else (text, "", "")
-    if raw_id and not (raw_id.isdigit() and int(raw_id) < MAX_SYSTEM_ID):
-        raise InvalidInputError(f"system {label!r}: the part after '#' must be a hub system id (a whole number)")
+    name, _, raw_id = text.rpartition("#")
+    if not (name and raw_id.isascii() and raw_id.isdigit()):
+        name, raw_id = text, ""
+    if raw_id and int(raw_id) >= MAX_SYSTEM_ID:
+        raise InvalidInputError(f"system {label!r}: the id after '#' is too large")
     if not name or len(name) > MAX_SYSTEM_LABEL_CHARS or not name.isprintable():
         raise InvalidInputError(
             f"system {label!r}: a name of 1 to {MAX_SYSTEM_LABEL_CHARS} printable characters is needed"

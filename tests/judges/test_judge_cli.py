@@ -205,6 +205,10 @@ def test_pairs_of_a_human_experiment_and_the_report_card(run_cli, server, respon
     table = run_cli("judge", "report", "--human", human, "--judge", out)
     assert table.exit_code == 0 and "position consistency" in table.stdout and "Cohen's kappa" in table.stdout
 
+    ppi = run_cli("rank", "ppi", "--human", human, "--judge", out, "--out", tmp_path / "ppi.json")
+    assert ppi.exit_code == 0, ppi.stderr  # the prediction-powered ranking reads the judge file as it is
+    assert {s["system"] for s in json.loads((tmp_path / "ppi.json").read_text())["systems"]} >= {"alpha", "beta"}
+
     others = human_file(tmp_path / "others.jsonl", prompts, systems=(("delta", 8), ("echo", 9)))
     refused = run_cli("judge", "report", "--human", others, "--judge", out)
     assert refused.exit_code == 3
