@@ -21,6 +21,7 @@ from evaluation.ratings_files import read_ratings
 from evaluation.responses import read_responses
 
 MAX_SYSTEMS = 64
+MAX_PAIRS = 1_000_000  # two calls each: beyond this, judge against a baseline or split the run
 
 app = typer.Typer(help="LLM judges: pairwise verdicts in both orders, and their report cards.", no_args_is_help=True)
 
@@ -79,6 +80,8 @@ def pairwise_command(
         items = ratings_pairs(judgements, data, texts)
     else:
         items = dataset_pairs(data, texts, baseline=parse_system(baseline) if baseline else None)
+    if len(items) > MAX_PAIRS:
+        raise InvalidInputError(f"{len(items):,} pairs to judge; at most {MAX_PAIRS:,} per run (try --baseline)")
     overrides = {"base_url": endpoint, "model": model}
     settings = EndpointConfig.from_file(config, **overrides) if config else EndpointConfig.from_settings(**overrides)
     judge = JudgeIdentity.for_endpoint(settings.base_url, settings.model, prompt_template.version)
