@@ -157,18 +157,17 @@ def _print_rubric(rubric: Rubric) -> None:
 
 
 def _print_summaries(rubric: Rubric, summaries: list[GroupSummary], key: str) -> None:
-    table = Table(title=f"{rubric.name}: {rubric.id} v{rubric.version}")
-    for column in (key, "mean score", "95% interval", "passed", "coverage", "unparseable", "errors"):
-        table.add_column(column, justify="left" if column == key else "right")
+    table = Table(title=f"{rubric.name}: {rubric.id} v{rubric.version} (counts in the results file)")
+    for column in (key, "mean", "95% interval", "passed", "coverage", "unparseable", "errors"):
+        table.add_column(column, justify="left" if column == key else "right", no_wrap=column != key)
     for s in summaries:
-        interval = "-" if s.mean_interval is None else f"{s.mean_interval[0]:.3f} to {s.mean_interval[1]:.3f}"
-        passed = "-" if s.pass_rate is None else f"{s.pass_rate:.1%} ({s.passed}/{s.scored})"
+        interval = "-" if s.mean_interval is None else f"{s.mean_interval[0]:.3g}-{s.mean_interval[1]:.3g}"
         table.add_row(
             escape(s.group),
-            "-" if s.mean is None else f"{s.mean:.3f}",
+            "-" if s.mean is None else f"{s.mean:.3g}",
             interval,
-            passed,
-            f"{s.coverage:.1%} ({s.scored}/{s.items})",
+            "-" if s.pass_rate is None else f"{s.pass_rate:.1%}",
+            f"{s.coverage:.1%}",
             str(sum(c["unparseable"] for c in s.criteria.values())),
             str(sum(c["error"] for c in s.criteria.values())),
         )
