@@ -20,12 +20,17 @@ from rich.markup import escape
 from rich.table import Table
 
 import evaluation
-from evaluation.cli.console import metric_progress, out
+from evaluation.cli.console import err, metric_progress, out
+from evaluation.cli.llm import endpoint_config
 from evaluation.errors import NotFoundError
 from evaluation.function_metrics.conversations import read_conversations
 from evaluation.function_metrics.registry import function_metrics, plan_for
+from evaluation.function_metrics.rubric_turns import RubricTurns, parse_gate
 from evaluation.function_metrics.runner import ConversationResult, Scored, Summary, score_conversations
+from evaluation.llm.cache import CallCache
+from evaluation.llm.client import ChatClient
 from evaluation.metrics.registry import families, load_plugin_file
+from evaluation.rubrics import load_rubric
 
 LARGE_FILE_CONVERSATIONS = 1_000
 
@@ -38,12 +43,36 @@ def evaluate_command(
     plugins: Sequence[Path],
     as_json: bool,
     progress: bool | None,
+    rubric: str | None = None,
+    rubric_when: Sequence[str] = (),
+    judge_config: Path | None = None,
 ) -> None:
-    """`chateval evaluate --conversations FILE`: the options of response-file scoring are refused, not ignored."""
+    """`chateval evaluate --conversations FILE [--rubric R [--rubric-when M:MIN[:MAX]] [--judge-config F]]`.
+    The options of response-file scoring are refused, not ignored. The judge's endpoint comes from
+    --judge-config or the CHATEVAL_LLM_* settings; its calls are cached like every judge call."""
     given = [option for option, value in mixed.items() if value is not None]
+    if rubric is None:  # options of a rubric run, without one
+        given += [
+            option for option, value in (("--rubric-when", rubric_when), ("--judge-config", judge_config)) if value
+        ]
     if given:
         raise typer.BadParameter(f"--conversations scores a log on its own; drop {', '.join(given)}")
-    evaluate_conversations(path, metrics=metrics, plugins=plugins, as_json=as_json, progress=progress)
+    if rubric is None:
+        evaluate_conversations(path, metrics=metrics, plugins=plugins, as_json=as_json, progress=progress)
+        return
+    for plugin in plugins:  # before the gates are resolved
+        load_plugin_file(plugin)
+    config = endpoint_config(config=judge_config, endpoint=None, model=None, api_key_env=None)
+    cache = CallCache()
+    client = ChatClient(config, cache=cache)
+    gates = tuple(parse_gate(text) for text in rubric_when)
+    node = RubricTurns(load_rubric(rubric), client, judge=config.public_dict(), depends_on=gates)
+    err.print(f"rubric {escape(node.name)} graded by {escape(str(config))}", highlight=False)
+    try:
+        evaluate_conversations(path, metrics=metrics, extra_nodes=[node], as_json=as_json, progress=progress)
+    finally:
+        err.print(f"usage: {client.usage.summary()}", highlight=False)
+        cache.close()
 
 
 def evaluate_conversations(
@@ -65,7 +94,16 @@ def evaluate_conversations(
         _emit({"kind": "run", **_run_header(path, nodes, len(conversations))})
     show = progress if progress is not None else len(conversations) >= LARGE_FILE_CONVERSATIONS
     with metric_progress(show) as update:
-        done = 0
+        done = calls = 0
+
+        def judged(count: int) -> None:
+            nonlocal calls
+            calls += count
+            if update is not None:
+                update("judge calls", calls, calls)
+
+        for node in extra_nodes:
+            node.progress = judged
 
         def step(count: int) -> None:
             nonlocal done

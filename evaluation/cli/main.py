@@ -68,6 +68,11 @@ def evaluate_command(
     conversations: Annotated[
         Path | None, typer.Option(help='Conversation log (JSONL of {"messages": [...]}) scored turn by turn instead.')
     ] = None,
+    rubric: Annotated[str | None, typer.Option(help="With --conversations: rubric graded on assistant turns.")] = None,
+    rubric_when: Annotated[
+        list[str] | None, typer.Option(help="Grade only turns where METRIC:MIN[:MAX] holds, e.g. is-question:1.")
+    ] = None,
+    judge_config: Annotated[Path | None, typer.Option(help="Judge endpoint YAML/JSON (else CHATEVAL_LLM_*).")] = None,
     loglik: Annotated[Path | None, typer.Option(help="Reference log-likelihood JSONL (for perplexity).")] = None,
     metrics: Annotated[
         list[str] | None,
@@ -94,6 +99,9 @@ def evaluate_command(
             plugins=plugin or [],
             as_json=as_json,
             progress=progress,
+            rubric=rubric,
+            rubric_when=rubric_when or (),
+            judge_config=judge_config,
         )
         return
     if dataset is None or responses is None:  # required unless --conversations is given
