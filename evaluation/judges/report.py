@@ -208,6 +208,11 @@ def report_card(human: Judgements, judge: JudgeFile, *, dataset: str | None = No
     for record in records:
         judged.setdefault((record.prompt_id, frozenset((key(record, "system_a"), key(record, "system_b")))), record)
     majorities = _human_majorities(human, keys)
+    if not majorities:
+        raise InvalidInputError(
+            f"the human file has no included judgement for dataset {dataset!r} (all excluded, held out or automatic "
+            "ties)"
+        )
     _check_overlap(judged, majorities, set(keys))
 
     asked = [r for r in judged.values() if not r.auto_tie]

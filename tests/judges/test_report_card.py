@@ -159,6 +159,9 @@ def test_wrong_datasets_and_judge_rows_among_humans_are_refused():
     with pytest.raises(InvalidInputError, match=r"several datasets \(d, e\); choose one"):
         report_card(human_rows(HUMANS), two)
     assert report_card(human_rows(HUMANS), two, dataset="d").coverage["pairs"] == 8
+    excluded = human_rows([(*HUMANS[0], {"excluded": True}), HUMANS[-1]])
+    with pytest.raises(InvalidInputError, match=r"no included judgement for dataset 'd' \(all excluded, held out"):
+        report_card(excluded, judge_file(JUDGE))
     mixed = human_rows([(*HUMANS[0], {"rater": RATER})])
     with pytest.raises(InvalidInputError, match="the human file holds judge judgements"):
         report_card(mixed, judge_file(JUDGE))
