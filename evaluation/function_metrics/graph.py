@@ -7,7 +7,7 @@ A node is a function metric (`FunctionMetricSpec`) or anything shaped like one (
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from evaluation.errors import ConfigurationError, NotFoundError
 from evaluation.function_metrics.spec import Dependency
@@ -123,7 +123,3 @@ def check_levels(node: Node, target: Node, dep: Dependency) -> None:
                 f"metric {node.name!r} runs on {', '.join(node.roles)} turns but depends on {dep.metric!r}, "
                 f"which is not computed on {', '.join(missing)} turns"
             )
-
-
-def describe(nodes: Sequence[Node]) -> list[dict[str, Any]]:
-    return [{"metric": n.name, "depends_on": [d.to_dict() for d in n.depends_on]} for n in nodes]
