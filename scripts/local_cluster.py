@@ -78,7 +78,7 @@ def wait(what: str, ready: Callable[[], bool], timeout: float, log: Path | None 
 
 
 def http_ok(url: str) -> bool:
-    with urllib.request.urlopen(url, timeout=2) as reply:
+    with urllib.request.urlopen(url, timeout=10) as reply:
         return reply.status == 200
 
 
@@ -219,7 +219,7 @@ class Cluster:
         moto = self._add("s3", [str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(moto_port)])
         moto.start()
         wait(
-            "the S3 server", lambda: self.s3_client(self.s3_url).create_bucket(Bucket=BUCKET) is not None, 60, moto.log
+            "the S3 server", lambda: self.s3_client(self.s3_url).create_bucket(Bucket=BUCKET) is not None, 120, moto.log
         )
         progress(f"S3 (moto) {self.s3_url}, bucket {BUCKET}")
 
@@ -239,7 +239,7 @@ class Cluster:
             webs.append((self._add(f"web-{number}", command), url))
             webs[-1][0].start()
         for web, url in webs:
-            wait(web.name, lambda url=url: http_ok(f"{url}/api/datasets"), 120, web.log)
+            wait(web.name, lambda url=url: http_ok(f"{url}/static/app.css"), 300, web.log)
             progress(f"{web.name} {url}")
         self.save()
 
@@ -253,7 +253,7 @@ class Cluster:
             wait(
                 worker.name,
                 lambda count=count: all(w.alive() for w in workers) and self.queue_listeners() >= listening + count,
-                120,
+                300,
                 worker.log,
             )
             progress(worker.name)
