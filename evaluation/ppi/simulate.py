@@ -37,6 +37,7 @@ class Scenario:
     judge_noise: float = 0.5  # sd of the item's noise, shared by both orders
     judge_tie_band: float = 0.3  # |latent| below this is a tie
     item_sd: float = 1.5  # sd of the items' quality effects e_i
+    judge_guess: float = 0.0  # share of items the judge cannot grade: it sees neither quality nor length there
     systems: tuple[str, ...] = field(default=())
 
 
@@ -84,6 +85,8 @@ def simulate(rng: np.random.Generator, scenario: Scenario) -> Items:
     diff = theta[a] - theta[b] + sc.item_sd * rng.standard_normal(len(pair))
     latent = sc.judge_skill * diff + sc.judge_length * (length[prompt, a] - length[prompt, b])
     latent = latent + sc.judge_noise * rng.standard_normal(len(pair))
+    if sc.judge_guess > 0:  # a guess: position and noise only
+        latent = np.where(rng.random(len(pair)) < sc.judge_guess, 0.0, latent)
     left_a = _judge_verdicts(rng, latent + sc.judge_position, sc.judge_tie_band)
     left_b = _judge_verdicts(rng, latent - sc.judge_position, sc.judge_tie_band)
     per_pair = max(2, round(sc.human_fraction * k))
