@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, TypeVar
 
-import httpx
+import aiohttp
 
 from evaluation.errors import InvalidInputError
 from evaluation.llm.cache import CallCache
@@ -36,6 +36,7 @@ OVERRIDABLE = frozenset({"model", "temperature", "max_tokens", "seed", "stop", "
 ROLES = frozenset({"system", "user", "assistant"})
 MAX_MESSAGES = 1_000
 MAX_MESSAGE_CHARS = 1_000_000
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -206,12 +207,10 @@ class ChatClient:
         semaphore = asyncio.Semaphore(self.config.concurrency)
         fatal: list[EndpointError] = []
         headers = {"Authorization": f"Bearer {self.config.secret_key()}"} if self.config.api_key else {}
-        limits = httpx.Limits(
-            max_connections=self.config.concurrency, max_keepalive_connections=self.config.concurrency
-        )
-        timeout = httpx.Timeout(self.config.timeout_s, pool=None)
+        connector = aiohttp.TCPConnector(limit=self.config.concurrency, limit_per_host=self.config.concurrency)
+        timeout = aiohttp.ClientTimeout(total=self.config.timeout_s)
         with call_progress(label, len(jobs)) as advance:
-            async with httpx.AsyncClient(headers=headers, limits=limits, timeout=timeout) as http:
+            async with aiohttp.ClientSession(headers=headers, connector=connector, timeout=timeout) as http:
 
                 async def one(index: int, path: str, body: dict, parse: Callable) -> None:
                     async with semaphore:
@@ -231,7 +230,7 @@ class ChatClient:
                 await asyncio.gather(*(one(i, *job) for i, job in enumerate(jobs)))
         return results
 
-    async def _call(self, http: httpx.AsyncClient, path: str, body: dict, parse: Callable) -> Any:
+    async def _call(self, http: aiohttp.ClientSession, path: str, body: dict, parse: Callable) -> Any:
         url = self.config.base_url + path
         if self.cache is not None:
             hit = self.cache.get(url, body)
@@ -254,43 +253,47 @@ class ChatClient:
             self.cache.put(url, body, data)
         return result
 
-    async def _post(self, http: httpx.AsyncClient, url: str, body: dict) -> Any:
+    async def _post(self, http: aiohttp.ClientSession, url: str, body: dict) -> Any:
         attempts = self.config.max_retries + 1
         for attempt in range(attempts):
             retry_after: float | None = None
             try:
-                response = await http.post(url, json=body)
-            except httpx.TimeoutException:
+                async with http.post(url, json=body) as response:
+                    status, payload = response.status, await _read_bounded(response)
+                    retry_header = response.headers.get("retry-after")
+            except TimeoutError:  # aiohttp's own timeouts subclass it
                 failure: EndpointError = EndpointTimeout(
                     f"no answer from {url} within {self.config.timeout_s:g} s ({attempt + 1} attempt(s))"
                 )
-            except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
                 failure = EndpointUnreachable(
                     f"cannot reach {url} ({type(exc).__name__}: {exc or 'connection dropped'}; "
                     f"{attempt + 1} attempt(s))"
                 )
+            except aiohttp.ClientError as exc:
+                raise EndpointError(f"cannot call {url} ({type(exc).__name__}: {exc})") from None
             else:
-                status = response.status_code
+                text = payload.decode("utf-8", errors="replace")
                 if status == 200:
                     try:
-                        return response.json()
+                        return json.loads(payload)
                     except (json.JSONDecodeError, UnicodeDecodeError):
                         raise EndpointMalformed(
-                            f"{url} answered 200 with a body that is not JSON: {_excerpt(response.text)!r}"
+                            f"{url} answered 200 with a body that is not JSON: {_excerpt(text)!r}"
                         ) from None
                 if status in (401, 403):
                     raise EndpointAuthError(
                         f"{url} refused the API key (HTTP {status}): check the key's variable and its permissions"
                     )
-                retry_after = retry_after_seconds(response.headers.get("retry-after"))
+                retry_after = retry_after_seconds(retry_header)
                 if status == 429:
                     failure = EndpointRateLimited(f"{url} is rate-limiting (HTTP 429) after {attempt + 1} attempt(s)")
                 elif status >= 500:
                     failure = EndpointServerError(
-                        f"{url} failed with HTTP {status} after {attempt + 1} attempt(s): {_excerpt(response.text)!r}"
+                        f"{url} failed with HTTP {status} after {attempt + 1} attempt(s): {_excerpt(text)!r}"
                     )
                 else:
-                    raise EndpointServerError(f"{url} refused the request (HTTP {status}): {_excerpt(response.text)!r}")
+                    raise EndpointServerError(f"{url} refused the request (HTTP {status}): {_excerpt(text)!r}")
             if attempt + 1 == attempts:
                 raise failure
             delay = self._backoff(attempt, retry_after)
@@ -312,6 +315,17 @@ class ChatClient:
         if price_in is None or price_out is None:
             return None
         return prompt_tokens / 1000 * price_in + completion_tokens / 1000 * price_out
+
+
+async def _read_bounded(response: aiohttp.ClientResponse) -> bytes:
+    """The body, refused past MAX_RESPONSE_BYTES (an endpoint may not fill the memory)."""
+    chunks, size = [], 0
+    async for chunk in response.content.iter_chunked(1 << 16):
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            raise EndpointMalformed(f"{response.url} sent an answer larger than {MAX_RESPONSE_BYTES:,} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _excerpt(text: str, limit: int = 200) -> str:

@@ -197,3 +197,9 @@ def test_key_never_in_logs(server, caplog):
     assert "retrying" in caplog.text  # the retry was logged ...
     assert KEY not in caplog.text and KEY[::-1] not in caplog.text  # ... without either key
     assert KEY not in repr(client) and KEY not in str(client.config) and KEY not in client.config.model_dump_json()
+
+
+def test_an_oversized_answer_is_refused(client, server):
+    server.responder = lambda request: "x" * (33 * 1024 * 1024)
+    with pytest.raises(EndpointMalformed, match="larger than 33,554,432 bytes"):
+        client.complete(HELLO)
