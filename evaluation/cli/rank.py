@@ -13,7 +13,7 @@ from rich.table import Table
 from evaluation.cli.console import err, out
 from evaluation.errors import InvalidInputError
 from evaluation.judgements import Judgements
-from evaluation.ppi.items import paired_items, select_judge
+from evaluation.ppi.items import Items, paired_items, select_judge
 from evaluation.ppi.report import rank_report
 from evaluation.ratings_files import read_ratings
 
@@ -31,7 +31,7 @@ def _one_dataset(j: Judgements, dataset: str | None, path: Path) -> Judgements:
     return j
 
 
-def _anchor_index(items: Any, human: Judgements, anchor: str | None) -> int:
+def _anchor_index(items: Items, human: Judgements, anchor: str | None) -> int:
     if anchor is None:  # the system in the most human votes, as `chateval irt fit` does
         votes = np.bincount(items.pair_a[items.pair], items.human_votes, minlength=len(items.systems))
         votes += np.bincount(items.pair_b[items.pair], items.human_votes, minlength=len(items.systems))
