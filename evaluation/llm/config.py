@@ -92,7 +92,7 @@ class EndpointConfig(BaseModel):
         fields: dict[str, Any] = {
             "base_url": settings.base_url,
             "model": settings.model,
-            "api_key": settings.api_key,
+            "api_key": settings.api_key if settings.api_key and settings.api_key.get_secret_value() else None,
         }
         fields.update({k: v for k, v in overrides.items() if v is not None})
         missing = [name for name in ("base_url", "model") if not fields.get(name)]

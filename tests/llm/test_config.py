@@ -79,3 +79,10 @@ def test_from_settings(monkeypatch):
     monkeypatch.delenv("CHATEVAL_LLM_MODEL")
     with pytest.raises(ConfigurationError, match="no endpoint model"):
         EndpointConfig.from_settings()
+
+
+def test_an_empty_key_variable_means_no_key(monkeypatch):
+    monkeypatch.setenv("CHATEVAL_LLM_BASE_URL", "http://127.0.0.1:1/v1")
+    monkeypatch.setenv("CHATEVAL_LLM_MODEL", "m")
+    monkeypatch.setenv("CHATEVAL_LLM_API_KEY", "")  # as .env.example leaves it
+    assert EndpointConfig.from_settings().api_key is None
