@@ -105,13 +105,12 @@ def ipw_estimate(items: Items, pi: np.ndarray, anchor: int, lam: float | None = 
 
 
 def suggest_boost(items: Items, lam: float = 1.0) -> float:
-    """The boost the labelled items support: sqrt(mean squared residual (y - lam f), pair-centred, on items whose
-    verdict flipped / on consistent ones), the optimal ratio of sampling probabilities between the two classes
-    (Neyman allocation). Below 1 when the judge's consistent verdicts are where it disagrees with humans most."""
+    """The boost the labelled items support: sqrt(mean (y - lam f)^2 on items whose verdict flipped / on consistent
+    ones), the ratio of sampling probabilities between the two classes that minimises the variance of phi under
+    Poisson sampling (pi proportional to the root mean squared residual). Below 1 when the judge's consistent
+    verdicts are where it disagrees with humans most."""
     lab = items.labelled
-    residual = np.where(lab, np.nan_to_num(items.human) - lam * items.judge, 0.0)
-    count = np.maximum(np.bincount(items.pair, lab), 1)
-    residual = np.where(lab, residual - (np.bincount(items.pair, residual) / count)[items.pair], 0.0)
+    residual = np.nan_to_num(items.human) - lam * items.judge
     u = inconsistency(items)
     flipped, steady = lab & (u >= 1.0), lab & (u <= 0.0)
     if flipped.sum() < 2 or steady.sum() < 2:
