@@ -1,7 +1,22 @@
-"""Benchmark: all metrics on a 100,000-response synthetic file vs a straightforward per-sentence loop.
+"""Benchmark: the toolkit against the original ChatEval per-line code, whole processes, on the same inputs.
 
-Prints per-metric throughput, the speed-up over the reference loop measured in the same run, the largest
-difference between the two (must be <= 1e-9) and peak memory. Usage: python scripts/bench_metrics.py [--size N]
+In one run, on one synthetic set of N responses (default 100,000) with two references each, a gensim KeyedVectors
+file and a log-likelihood file, this times and measures the peak memory (RSS, from the kernel's rusage of each
+child process) of:
+
+- `chateval evaluate --json` in compatibility mode (`--compat chateval-2019`) and in the default mode, one process
+  per metric and one for all metrics;
+- the original ChatEval code (scripts/original_chateval.py: whitespace split, NLTK sentence BLEU, summed word
+  vectors, one line at a time) as a separate process, per metric and for all metrics, reading the same data as
+  plain files, as the original did.
+
+It prints a table with each process's wall and CPU time, peak RSS, its speed-up over the original process for
+the same metrics and its memory relative to it, and checks that compatibility mode gives the original's values
+(corpus and per prompt) within 1e-9. Default mode is a different definition (13a tokens, sacrebleu smoothing) and
+is timed only.
+
+Usage: python scripts/bench_metrics.py [--size N] [--dims D] [--repeat R] [--keep DIR]
+Target (issue 12): all metrics at least 5x faster than the original code with at most 1.5x its peak memory.
 """
 
 from __future__ import annotations
@@ -9,135 +24,125 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import resource
+import os
+import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from evaluation.dataset import load_dataset_dir
-from evaluation.embeddings import load_vectors
-from evaluation.evaluate import evaluate
-from evaluation.loglik import read_loglik
-from evaluation.responses import read_responses
-from evaluation.tokenize import get_tokenizer
-
+ROOT = Path(__file__).resolve().parent.parent
 METRICS = ["distinct-1", "distinct-2", "avg-length", "bleu-2", "embedding-average", "perplexity"]
+ALL = "all metrics"
 TOLERANCE = 1e-9
-
-
-def zipf_words(rng: np.random.Generator, vocab: list[str], count: int) -> list[str]:
-    ranks = np.minimum(rng.zipf(1.3, size=count), len(vocab)) - 1
-    return [vocab[r] for r in ranks]
+SPEED_TARGET, MEMORY_TARGET = 5.0, 1.5
 
 
 def sentence(rng: np.random.Generator, vocab: list[str]) -> str:
-    length = int(np.clip(rng.lognormal(2.2, 0.55), 1, 60))  # median ~9 words, long tail as in chat data
-    words = zipf_words(rng, vocab, length)
-    return " ".join(words) + rng.choice([" .", " ?", " !", ""])
+    """Zipf-distributed words, median ~9, a capitalised first word, sometimes a double space (which the
+    original's split(" ") counts as an empty token) and a final punctuation token."""
+    length = int(np.clip(rng.lognormal(2.2, 0.55), 1, 60))
+    ranks = np.minimum(rng.zipf(1.3, size=length), len(vocab)) - 1
+    words = [vocab[r] for r in ranks]
+    words[0] = words[0].capitalize()
+    separator = "  " if rng.random() < 0.02 else " "
+    return separator.join(words) + str(rng.choice([" .", " ?", " !", ""]))
 
 
 def build_inputs(folder: Path, size: int, dims: int, seed: int = 13) -> dict[str, Path]:
     from gensim.models import KeyedVectors
 
+    from evaluation.dataset import sha256_file
+
     rng = np.random.default_rng(seed)
     vocab = [f"w{i}" for i in range(30_000)]
     dataset = folder / "synthetic"
     dataset.mkdir()
+    references = [[sentence(rng, vocab), sentence(rng, vocab)] for _ in range(size)]
     with (dataset / "prompts.jsonl").open("w") as handle:
-        for i in range(size):
-            record = {
-                "id": str(i),
-                "context": [{"role": "user", "content": sentence(rng, vocab)}],
-                "references": [sentence(rng, vocab), sentence(rng, vocab)],
-            }
-            handle.write(json.dumps(record) + "\n")
-    from evaluation.dataset import sha256_file
-
+        for i, refs in enumerate(references):
+            context = [{"role": "user", "content": sentence(rng, vocab)}]
+            handle.write(json.dumps({"id": str(i), "context": context, "references": refs}) + "\n")
     manifest = dict(name="synthetic", version="1", description="", source="", license="", citation="")
     manifest["prompts_sha256"] = sha256_file(dataset / "prompts.jsonl")
     (dataset / "manifest.json").write_text(json.dumps(manifest))
-    responses = folder / "responses.txt"
-    responses.write_text("\n".join(sentence(rng, vocab) for _ in range(size)) + "\n")
-    loglik = folder / "loglik.jsonl"
-    with loglik.open("w") as handle:
+    paths = {"dataset": dataset}
+    for k in (0, 1):  # the original code read one plain text file per reference column
+        paths[f"references_{k + 1}"] = folder / f"references_{k + 1}.txt"
+        paths[f"references_{k + 1}"].write_text("\n".join(refs[k] for refs in references) + "\n")
+    paths["responses"] = folder / "responses.txt"
+    paths["responses"].write_text("\n".join(sentence(rng, vocab) for _ in range(size)) + "\n")
+    paths["loglik"] = folder / "loglik.jsonl"
+    with paths["loglik"].open("w") as handle:
         for i in range(size):
             tokens = int(rng.integers(1, 30))
-            handle.write(
-                json.dumps({"prompt_id": str(i), "logprob": -float(rng.gamma(4, 0.8)) * tokens, "tokens": tokens})
-            )
-            handle.write("\n")
-    # 300-d vectors for 80% of the vocabulary (the rest is out of vocabulary), in gensim's mmap format.
+            record = {"prompt_id": str(i), "logprob": -float(rng.gamma(4, 0.8)) * tokens, "tokens": tokens}
+            handle.write(json.dumps(record) + "\n")
+    # vectors for 80% of the (lower-case) vocabulary, the rest out of vocabulary, in gensim's mmap format
     keyed = KeyedVectors(vector_size=dims)
     known = vocab[: int(len(vocab) * 0.8)]
     keyed.add_vectors(known, rng.standard_normal((len(known), dims)).astype(np.float32))
-    vectors = folder / "vectors.kv"
-    keyed.save(str(vectors), separately=["vectors"])
-    return {"dataset": dataset, "responses": responses, "loglik": loglik, "vectors": vectors}
+    paths["vectors"] = folder / "vectors.kv"
+    keyed.save(str(paths["vectors"]), separately=["vectors"])
+    return paths
 
 
-def reference_scores(metric: str, responses, references, loglik, keyed) -> list[float | None]:
-    """The straightforward way: one sentence at a time, plain Python and per-line library calls."""
-    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
-    from sacrebleu.tokenizers.tokenizer_re import TokenizerRegexp
+@dataclass
+class Measured:
+    wall: float
+    cpu: float
+    peak_mb: float
+    output: dict
 
-    # Each reference metric tokenises afresh, as a per-sentence script would; sacrebleu's own line cache
-    # would otherwise be warm from the previous run.
-    Tokenizer13a.__call__.cache_clear()
-    TokenizerRegexp.__call__.cache_clear()
-    tokenize = get_tokenizer("13a")
-    if metric.startswith("distinct"):
-        n = int(metric.split("-")[1])
-        seen, total, per_prompt = set(), 0, []
-        for text in responses:
-            tokens = tokenize(text)
-            grams = set(zip(*(tokens[i:] for i in range(n)), strict=False))
-            seen |= grams
-            total += len(tokens)
-            per_prompt.append(len(grams) / len(tokens) if tokens else 0.0)
-        return [len(seen) / total, *per_prompt]
-    if metric == "avg-length":
-        lengths = [len(tokenize(text)) for text in responses]
-        return [sum(lengths) / len(lengths), *lengths]
-    if metric == "bleu-2":
-        from sacrebleu.metrics.bleu import BLEU
 
-        bleu = BLEU(max_ngram_order=2, effective_order=True, smooth_method="exp")
-        scores = [bleu.sentence_score(h, list(r)).score for h, r in zip(responses, references, strict=True)]
-        return [sum(scores) / len(scores), *scores]
-    if metric == "embedding-average":
-        index = keyed.key_to_index
+# Linux keeps a process's peak RSS across exec, so a child forked from this (large) process would report this
+# process's size: each measured process is started by a small launcher and its figures come from wait4 there.
+LAUNCHER = """
+import json, os, sys, time
+with open(sys.argv[1], "wb") as out, open(sys.argv[2], "wb") as err:
+    actions = [(os.POSIX_SPAWN_DUP2, out.fileno(), 1), (os.POSIX_SPAWN_DUP2, err.fileno(), 2)]
+    started = time.perf_counter()
+    pid = os.posix_spawn(sys.argv[3], sys.argv[3:], os.environ, file_actions=actions)
+    _, status, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - started
+cpu = usage.ru_utime + usage.ru_stime
+print(json.dumps({"code": os.waitstatus_to_exitcode(status), "wall": wall, "cpu": cpu, "kb": usage.ru_maxrss}))
+"""
 
-        def mean_vector(text):
-            ids = [index[t] for t in tokenize(text) if t in index]
-            return keyed.vectors[ids].astype(np.float64).sum(axis=0) if ids else None
 
-        def cosine(a, b):
-            norm = float(np.linalg.norm(a) * np.linalg.norm(b))
-            return float(a @ b) / norm if norm > 0 else 0.0
+def run_process(command: list[str], env: dict[str, str], scratch: Path) -> Measured:
+    """Run a whole process, stdout to a file; wall time, CPU time and peak RSS from its own rusage."""
+    out_path, err_path = scratch / "stdout.json", scratch / "stderr.txt"
+    launcher = [sys.executable, "-c", LAUNCHER, str(out_path), str(err_path), *command]
+    figures = json.loads(subprocess.run(launcher, env=env, cwd=ROOT, check=True, capture_output=True).stdout)
+    if figures["code"] != 0:
+        raise SystemExit(f"{' '.join(command)} failed ({figures['code']}):\n{err_path.read_text()[-3000:]}")
+    with out_path.open() as handle:
+        output = json.load(handle)
+    return Measured(figures["wall"], figures["cpu"], figures["kb"] / 1024, output)
 
-        per_prompt = []
-        for text, refs in zip(responses, references, strict=True):
-            response = mean_vector(text)
-            ref_vectors = [v for v in (mean_vector(r) for r in refs) if v is not None]
-            if not ref_vectors:
-                per_prompt.append(None)
-            elif response is None:
-                per_prompt.append(0.0)
-            else:
-                per_prompt.append(max(cosine(response, v) for v in ref_vectors))
-        scored = [v for v in per_prompt if v is not None]
-        return [sum(scored) / len(scored), *per_prompt]
-    if metric == "perplexity":
-        per_prompt = [math.exp(-lp / t) for lp, t in zip(loglik.logprob.tolist(), loglik.tokens.tolist(), strict=True)]
-        return [math.exp(-sum(loglik.logprob.tolist()) / sum(loglik.tokens.tolist())), *per_prompt]
-    raise ValueError(metric)
+
+def best_of(repeat: int, command: list[str], env: dict[str, str], scratch: Path) -> Measured:
+    """The median wall time of `repeat` runs (and that run's figures)."""
+    runs = sorted((run_process(command, env, scratch) for _ in range(repeat)), key=lambda m: m.wall)
+    return runs[len(runs) // 2] if repeat > 1 else runs[0]
+
+
+def toolkit_values(output: dict) -> dict[str, list]:
+    return {m["metric"]: [m["corpus"], *m["per_prompt"]] for m in output["metrics"]}
+
+
+def original_values(output: dict) -> dict[str, list]:
+    return {name: [v["corpus"], *v["per_prompt"]] for name, v in output.items()}
 
 
 def max_difference(ours: list, theirs: list) -> float:
     """Largest difference, relative for values above 1 (perplexities reach the thousands)."""
+    if len(ours) != len(theirs):
+        return math.inf
     worst = 0.0
     for a, b in zip(ours, theirs, strict=True):
         if (a is None) != (b is None):
@@ -147,64 +152,75 @@ def max_difference(ours: list, theirs: list) -> float:
     return worst
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--size", type=int, default=100_000)
-    parser.add_argument("--dims", type=int, default=300)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=100_000, help="responses (prompts)")
+    parser.add_argument("--dims", type=int, default=300, help="word vector dimensions")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per process; the median is reported")
+    parser.add_argument("--keep", type=Path, help="generate the inputs here and keep them (default: a temp dir)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as scratch:
+    if not 1 <= args.size <= 10_000_000 or not 1 <= args.dims <= 1000 or not 1 <= args.repeat <= 20:
+        parser.error("--size 1..10,000,000, --dims 1..1000, --repeat 1..20")
+    with tempfile.TemporaryDirectory() as temporary:
+        scratch = Path(temporary)
+        folder = args.keep or scratch / "inputs"
+        folder.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
-        paths = build_inputs(Path(scratch), args.size, args.dims)
+        paths = build_inputs(folder, args.size, args.dims)
+        env = {**os.environ, "CHATEVAL_HOME": str(scratch / "home"), "PYTHONHASHSEED": "0"}
+        # The vectors' sha256 (part of the signature) is cached after a user's first run; cache it here too.
+        os.environ["CHATEVAL_HOME"] = env["CHATEVAL_HOME"]
+        from evaluation.embeddings import checksum
+
+        checksum(paths["vectors"])
         print(
             f"generated {args.size:,} responses, 2 references each, {args.dims}-d vectors "
-            f"in {time.perf_counter() - started:.1f} s"
+            f"in {time.perf_counter() - started:.1f} s; each row below is one whole process"
         )
-        dataset = load_dataset_dir(paths["dataset"])
-        started = time.perf_counter()
-        responses = read_responses(paths["responses"], dataset=dataset)
-        loglik = read_loglik(paths["loglik"], dataset=dataset)
-        vectors = load_vectors(paths["vectors"])
-        print(f"validated response and log-likelihood files in {time.perf_counter() - started:.2f} s")
-        rss_before = peak_rss_mb()
-
-        ours: dict[str, tuple[float, list]] = {}
-        total_started = time.perf_counter()
-        for name in METRICS:
-            started = time.perf_counter()
-            report = evaluate(dataset, responses, metrics=[name], embeddings=str(paths["vectors"]), loglik=loglik)
-            result = report.outcomes[0].result
-            ours[name] = (time.perf_counter() - started, [result.corpus, *result.per_prompt])
-        toolkit_total = time.perf_counter() - total_started
-        rss_after = peak_rss_mb()
-
-        print(f"\n{'metric':<18}{'toolkit s':>10}{'lines/s':>12}{'reference s':>13}{'speed-up':>10}{'max |diff|':>12}")
-        reference_total, worst = 0.0, 0.0
-        for name in METRICS:
-            started = time.perf_counter()
-            theirs = reference_scores(name, responses, dataset.references, loglik, vectors.keyed_vectors)
-            elapsed = time.perf_counter() - started
-            reference_total += elapsed
-            seconds, values = ours[name]
-            diff = max_difference(values, theirs)
-            worst = max(worst, diff)
-            print(
-                f"{name:<18}{seconds:>10.2f}{args.size / seconds:>12,.0f}{elapsed:>13.2f}"
-                f"{elapsed / seconds:>9.1f}x{diff:>12.1e}"
-            )
-        print(
-            f"{'all metrics':<18}{toolkit_total:>10.2f}{args.size / toolkit_total:>12,.0f}{reference_total:>13.2f}"
-            f"{reference_total / toolkit_total:>9.1f}x{worst:>12.1e}"
-        )
-        print(
-            f"\npeak RSS: {rss_before:.0f} MB after loading inputs, {rss_after:.0f} MB after the toolkit run "
-            f"(+{rss_after - rss_before:.0f} MB), {peak_rss_mb():.0f} MB after the reference loop"
-        )
+        chateval = str(Path(sys.executable).parent / "chateval")
+        toolkit = [chateval, "evaluate", "--dataset", str(paths["dataset"]), "--responses", str(paths["responses"])]
+        toolkit += ["--json"]
+        original = [sys.executable, str(ROOT / "scripts" / "original_chateval.py")]
+        original += ["--responses", str(paths["responses"]), "--vectors", str(paths["vectors"])]
+        original += ["--loglik", str(paths["loglik"]), "--references", str(paths["references_1"])]
+        original += [str(paths["references_2"])]
+        # as a user would run it: the toolkit gets the vectors and log-likelihoods only where a metric needs them
+        needs = {"embedding-average": ["--embeddings", str(paths["vectors"])]}
+        needs["perplexity"] = ["--loglik", str(paths["loglik"])]
+        runs = [(name, [name]) for name in METRICS] + [(ALL, METRICS)]
+        header = f"{'process':<10}{'metrics':<19}{'wall s':>8}{'CPU s':>8}{'peak MB':>9}{'speed-up':>10}"
+        print(f"\n{header}{'memory':>8}{'max |diff|':>12}")
+        worst, verdicts = 0.0, []
+        for label, metrics in runs:
+            chosen = ["--metrics", ",".join(metrics), *(arg for name in metrics for arg in needs.get(name, []))]
+            base = best_of(args.repeat, [*original, "--metrics", ",".join(metrics)], env, scratch)
+            theirs = original_values(base.output)
+            print(f"{'original':<10}{label:<19}{base.wall:>8.2f}{base.cpu:>8.2f}{base.peak_mb:>9.0f}")
+            for mode, extra in (("compat", ["--compat", "chateval-2019"]), ("default", [])):
+                ours = best_of(args.repeat, toolkit + chosen + extra, env, scratch)
+                speed, memory = base.wall / ours.wall, ours.peak_mb / base.peak_mb
+                diff_text = ""
+                if mode == "compat":
+                    values = toolkit_values(ours.output)
+                    diff = max(max_difference(values[name], theirs[name]) for name in metrics)
+                    worst = max(worst, diff)
+                    diff_text = f"{diff:>12.1e}"
+                print(
+                    f"{mode:<10}{label:<19}{ours.wall:>8.2f}{ours.cpu:>8.2f}{ours.peak_mb:>9.0f}"
+                    f"{speed:>9.1f}x{memory:>7.2f}x{diff_text}"
+                )
+                if label == ALL:
+                    verdicts.append((mode, speed, memory))
+        print()
         ok = worst <= TOLERANCE
-        print(f"values identical to the reference loop within {TOLERANCE:g}: {'yes' if ok else 'NO'}")
+        print(f"compat values equal to the original code's within {TOLERANCE:g}: {'yes' if ok else 'NO'} ({worst:.1e})")
+        for mode, speed, memory in verdicts:
+            met = speed >= SPEED_TARGET and memory <= MEMORY_TARGET
+            print(
+                f"{mode} mode, all metrics: {speed:.1f}x faster, {memory:.2f}x the peak memory "
+                f"(target >= {SPEED_TARGET:g}x, <= {MEMORY_TARGET:g}x): {'met' if met else 'NOT met'}"
+            )
+        print(f"load average during the run: {', '.join(f'{v:.1f}' for v in os.getloadavg())} ({os.cpu_count()} CPUs)")
         return 0 if ok else 1
 
 

@@ -1,8 +1,8 @@
 """Every metric of `--compat chateval-2019` against an independent re-implementation of the original ChatEval code.
 
 The original site (github.com/chateval/evaluation, auto.py; the NCM numbers from Chatbot_evaluation/amt_eval/
-run_auto_eval.py) tokenised differently per metric, which is what these functions restate, written here from its
-description and not imported from the toolkit:
+run_auto_eval.py) tokenised differently per metric; scripts/original_chateval.py restates it, written from its
+description and not imported from the toolkit (scripts/bench_metrics.py runs the same code as its baseline):
 
 - distinct-1 / distinct-2: `line.split(" ")` (no strip: double, leading and trailing spaces give empty tokens;
   a tab is part of a token); bigrams within a line; both divided by the number of such tokens.
@@ -14,13 +14,16 @@ description and not imported from the toolkit:
 
 from __future__ import annotations
 
-import itertools
-import warnings
-
 import numpy as np
 import pytest
 from gensim.models import KeyedVectors
-from nltk.translate.bleu_score import sentence_bleu
+from original_chateval import (
+    original_avg_len,
+    original_bleu2,
+    original_distinct_1,
+    original_distinct_2,
+    original_embedding_average,
+)
 
 from evaluation.metrics import MetricInputs, create
 from evaluation.metrics.compat import COMPAT
@@ -53,55 +56,6 @@ SYNTHETIC_REFERENCES = [
     "line",
     "case",
 ]
-
-
-def original_distinct_1(lines: list[str]) -> float:
-    words = [w for line in lines for w in line.split(" ")]
-    return len(set(words)) / len(words)
-
-
-def original_distinct_2(lines: list[str]) -> float:
-    bigrams, words = set(), 0
-    for line in lines:
-        tokens = line.split(" ")
-        words += len(tokens)
-        bigrams.update(itertools.pairwise(tokens))
-    return len(bigrams) / words
-
-
-def original_avg_len(lines: list[str]) -> tuple[float, list[int]]:
-    lengths = [len(line.strip().split()) for line in lines]
-    return sum(lengths) / len(lines), lengths
-
-
-def original_bleu2(lines: list[str], references: list[list[str]]) -> float:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        scores = [
-            sentence_bleu([r.lower().split() for r in refs], hyp.lower().split(), weights=(0.5, 0.5))
-            for hyp, refs in zip(lines, references, strict=True)
-        ]
-    return sum(scores) / len(scores)
-
-
-def original_embedding_average(references: list[str], lines: list[str], kv: KeyedVectors) -> float:
-    scores = []
-    for reference, line in zip(references, lines, strict=True):
-        x = np.zeros(kv.vector_size)
-        for token in reference.strip().split(" "):
-            if token in kv.key_to_index:
-                x += kv[token]
-        y = np.zeros(kv.vector_size)
-        for token in line.strip().split(" "):
-            if token in kv.key_to_index:
-                y += kv[token]
-        if np.linalg.norm(x) < 1e-11:
-            continue
-        if np.linalg.norm(y) < 1e-11:
-            scores.append(0.0)
-            continue
-        scores.append(float(x @ y / np.linalg.norm(x) / np.linalg.norm(y)))
-    return float(np.mean(scores))
 
 
 def vectors_for(texts: list[str], folder) -> str:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TextIO
 
 import click
 import typer
@@ -125,9 +126,23 @@ def evaluate_command(
             progress=update,
         )
     if as_json:
-        out.print_json(json.dumps(report.to_dict()))
+        write_report_json(report, sys.stdout)
     else:
         _print_report(report)
+
+
+def write_report_json(report: EvaluationReport, stream: TextIO) -> None:
+    """`report.to_dict()` as JSON, written a metric at a time by the C encoder: no terminal formatter on the
+    data path (rich's print_json spent 10 s on 100,000 prompts) and no deep copy of every score."""
+    head = dataclasses.replace(report, outcomes=[]).to_dict()
+    head.pop("metrics")
+    head.pop("prompt_ids")
+    stream.write(json.dumps(head)[:-1] + ', "metrics": [')
+    for i, outcome in enumerate(report.outcomes):
+        stream.write(("\n" if i == 0 else ",\n") + json.dumps(outcome.to_dict()))
+    stream.write(("\n], " if report.outcomes else "], ") + '"prompt_ids": ' + json.dumps(list(report.prompt_ids)))
+    stream.write("}\n")
+    stream.flush()
 
 
 def _print_report(report: EvaluationReport) -> None:

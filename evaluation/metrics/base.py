@@ -47,8 +47,11 @@ class MetricResult:
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self, *, per_prompt: bool = True) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        if not per_prompt:
+        # asdict copies element by element: the per-prompt list (100,000 floats) is shared instead
+        data = dataclasses.asdict(dataclasses.replace(self, per_prompt=[]))
+        if per_prompt:
+            data["per_prompt"] = list(self.per_prompt)
+        else:
             data.pop("per_prompt")
         return data
 
