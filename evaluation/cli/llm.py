@@ -7,7 +7,7 @@ import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -17,9 +17,10 @@ from evaluation.cli.console import err, out
 from evaluation.dataset import load_dataset
 from evaluation.errors import ConfigurationError, EvaluationError
 from evaluation.llm.cache import CallCache, default_cache_path
-from evaluation.llm.client import ChatClient
 from evaluation.llm.config import EndpointConfig
-from evaluation.llm.generate import GenerationReport, generate_loglik, generate_responses
+
+if TYPE_CHECKING:
+    from evaluation.llm.generate import GenerationReport
 
 INTERRUPTED_EXIT_CODE = 130
 
@@ -88,6 +89,9 @@ def generate_command(
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
 ) -> None:
     """Send each prompt's conversation to an endpoint and write a response file `chateval evaluate` reads."""
+    from evaluation.llm.client import ChatClient  # aiohttp: imported only by the commands that call endpoints
+    from evaluation.llm.generate import generate_loglik, generate_responses
+
     data = load_dataset(dataset)
     settings = {"temperature": temperature, "max_tokens": max_tokens, "concurrency": concurrency, "timeout_s": timeout}
     cfg = endpoint_config(config=config, endpoint=endpoint, model=model, api_key_env=api_key_env, **settings)
