@@ -14,14 +14,6 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from evaluation.cli import conversations as conversations_cli
-from evaluation.cli import datasets as datasets_cli
-from evaluation.cli import embeddings as embeddings_cli
-from evaluation.cli import irt as irt_cli
-from evaluation.cli import rank as rank_cli
-from evaluation.cli import judges as judges_cli
-from evaluation.cli import llm as llm_cli
-from evaluation.cli import rubrics as rubrics_cli
 from evaluation.cli.console import err, metric_progress, out
 from evaluation.dataset import load_dataset
 from evaluation.errors import EvaluationError
@@ -44,16 +36,35 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-app.add_typer(datasets_cli.app, name="datasets")
-app.add_typer(embeddings_cli.app, name="embeddings")
-app.add_typer(irt_cli.app, name="irt")
-app.add_typer(rank_cli.app, name="rank")
-app.add_typer(judges_cli.app, name="judge")
-llm_cli.register(app)
-app.add_typer(rubrics_cli.app, name="rubric")
 metrics_app = typer.Typer(help="Available metrics.", no_args_is_help=True)
 app.add_typer(metrics_app, name="metrics")
-conversations_cli.register_metrics_commands(metrics_app)
+_registered = False
+
+
+def register_commands() -> None:
+    """Import and add the sub-command modules. main() skips this for a plain `chateval evaluate`, which needs
+    none of them: most import scipy.stats or aiohttp (1.5 s of CPU and 70 MB before any work)."""
+    global _registered
+    if _registered:
+        return
+    _registered = True
+    from evaluation.cli import conversations as conversations_cli
+    from evaluation.cli import datasets as datasets_cli
+    from evaluation.cli import embeddings as embeddings_cli
+    from evaluation.cli import irt as irt_cli
+    from evaluation.cli import judges as judges_cli
+    from evaluation.cli import llm as llm_cli
+    from evaluation.cli import rank as rank_cli
+    from evaluation.cli import rubrics as rubrics_cli
+
+    app.add_typer(datasets_cli.app, name="datasets")
+    app.add_typer(embeddings_cli.app, name="embeddings")
+    app.add_typer(irt_cli.app, name="irt")
+    app.add_typer(rank_cli.app, name="rank")
+    app.add_typer(judges_cli.app, name="judge")
+    llm_cli.register(app)
+    app.add_typer(rubrics_cli.app, name="rubric")
+    conversations_cli.register_metrics_commands(metrics_app)
 
 
 def _split_metrics(values: list[str] | None) -> list[str] | None:
@@ -93,6 +104,8 @@ def evaluate_command(
 ) -> None:
     """Score a response file against a dataset. With --conversations: every turn of a conversation log."""
     if conversations is not None:
+        from evaluation.cli import conversations as conversations_cli
+
         conversations_cli.evaluate_command(
             conversations,
             mixed={"--dataset": dataset, "--responses": responses, "--loglik": loglik, "--compat": compat},
@@ -180,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
 
     Usage errors are left to typer's standalone mode (message and exit code 2), which exits by SystemExit.
     """
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] != ["evaluate"] or "--conversations" in args:
+        register_commands()
     try:
         app(args=argv, prog_name="chateval")
     except SystemExit as exc:
