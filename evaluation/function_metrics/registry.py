@@ -79,7 +79,7 @@ def function_metric(
     dependencies = parse_dependencies(depends_on, owner=name)
 
     def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
-        check_parameters(function, name=name, over=over)
+        accepts = check_parameters(function, name=name, over=over)
         existing = _SPECS.get(name)
         if existing is not None and existing.module != function.__module__:
             raise ConfigurationError(f"metric {name!r} is already registered by {existing.module}")
@@ -93,6 +93,7 @@ def function_metric(
             card=card,
             function=function,
             module=function.__module__,
+            accepts=accepts,
         )
         others = [s for s in _SPECS.values() if s.name != name]
         refuse_cycles([*others, spec])  # a cycle among registered metrics is refused as it closes

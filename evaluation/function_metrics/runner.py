@@ -68,12 +68,18 @@ def run_function(spec: FunctionMetricSpec, item: TurnItem | ConversationItem) ->
     conversation = item.conversation
     try:
         if isinstance(item, TurnItem):
-            previous = [m.to_dict() for m in conversation.messages[: item.index]]
-            context = {"role": item.message.role, "index": item.index, "previous": previous}
-            output = spec.call(item.message.content, {**context, "conversation_id": conversation.id})
+            context = {
+                "role": lambda: item.message.role,
+                "index": lambda: item.index,
+                "previous": lambda: [m.to_dict() for m in conversation.messages[: item.index]],
+                "conversation_id": lambda: conversation.id,
+            }
+            output = spec.call(item.message.content, context)
         else:
             messages = [m.to_dict() for m in conversation.messages]
-            output = spec.call(messages, {"conversation_id": conversation.id, "system": conversation.system})
+            output = spec.call(
+                messages, {"conversation_id": lambda: conversation.id, "system": lambda: conversation.system}
+            )
     except EvaluationError:
         raise
     except Exception as exc:

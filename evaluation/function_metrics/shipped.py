@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 
 from evaluation.function_metrics.registry import function_metric
 from evaluation.function_metrics.text import flesch_reading_ease, ngrams, tokens
@@ -66,16 +67,41 @@ def is_question(text: str) -> float | None:
     does_not_measure=f"Paraphrased repetition, repetition of the other speaker (echoing), or repetition in "
     f"turns under {REPETITION_N} words (None). `across` is None on a role's first turn and on response files.",
 )
-def repetition(text: str, role: str, previous: list[dict[str, str]]) -> dict[str, float]:
-    grams = ngrams(tokens(text), REPETITION_N)
+def repetition(text: str, role: str, previous: list[dict[str, str]], conversation_id: str) -> dict[str, float]:
+    grams = [hash(gram) for gram in ngrams(tokens(text), REPETITION_N)]
     if not grams:
         return {}
     values = {"within": 1.0 - len(set(grams)) / len(grams)}
-    earlier = [m["content"] for m in previous if m["role"] == role]
+    earlier = tuple(m["content"] for m in previous if m["role"] == role)
     if earlier:
-        seen = {gram for content in earlier for gram in ngrams(tokens(content), REPETITION_N)}
+        seen = _histories.seen((conversation_id, role), earlier)
         values["across"] = sum(gram in seen for gram in grams) / len(grams)
     return values
+
+
+class SpeakerHistory:
+    """Hashes of the n-grams of a speaker's earlier turns, per (conversation, role), extended turn by turn, so a
+    long conversation costs linear rather than quadratic time; rebuilt whenever the earlier turns asked about
+    do not extend the ones held. Holds the last few speakers only (a conversation's turns are scored in order).
+    n-grams are compared by 64-bit hash, as they are within a turn: a collision is vanishingly rare."""
+
+    def __init__(self, size: int = 8):
+        self.size = size
+        self.entries: OrderedDict[tuple[str, str], tuple[tuple[str, ...], set[int]]] = OrderedDict()
+
+    def seen(self, key: tuple[str, str], earlier: tuple[str, ...]) -> set[int]:
+        contents, grams = self.entries.pop(key, ((), set()))
+        if contents != earlier[: len(contents)]:
+            contents, grams = (), set()
+        for content in earlier[len(contents) :]:
+            grams.update(hash(gram) for gram in ngrams(tokens(content), REPETITION_N))
+        self.entries[key] = (earlier, grams)
+        while len(self.entries) > self.size:
+            self.entries.popitem(last=False)
+        return grams
+
+
+_histories = SpeakerHistory()
 
 
 @function_metric(

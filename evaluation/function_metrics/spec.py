@@ -111,6 +111,7 @@ class FunctionMetricSpec:
     card: FunctionMetricCard
     function: Callable[..., Any]
     module: str
+    accepts: frozenset[str] = frozenset()  # the context keywords the function takes (all with **kwargs)
 
     @property
     def value_names(self) -> tuple[str, ...]:
@@ -137,12 +138,10 @@ class FunctionMetricSpec:
             "higher_is_better": self.card.higher_is_better,
         }
 
-    def call(self, first: Any, context: Mapping[str, Any]) -> Any:
-        """Call the function with the text (or messages) and the context keywords its signature accepts."""
-        params = inspect.signature(self.function).parameters
-        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-            return self.function(first, **context)
-        return self.function(first, **{k: v for k, v in context.items() if k in params})
+    def call(self, first: Any, context: Mapping[str, Callable[[], Any]]) -> Any:
+        """Call the function with the text (or messages) and the context keywords it accepts; each keyword's
+        value is made (by calling its maker) only when the function takes it."""
+        return self.function(first, **{key: make() for key, make in context.items() if key in self.accepts})
 
     def values_of(self, output: Any, *, where: str) -> Values:
         """Check what the function returned: a number (bools count as 0/1), None, or a dict over `keys`."""
@@ -179,8 +178,9 @@ def _number(spec: FunctionMetricSpec, value: Any, where: str) -> float | None:
     return number
 
 
-def check_parameters(function: Callable[..., Any], *, name: str, over: Over) -> None:
-    """The function takes the text (or the messages) first; any other parameter must be a known keyword."""
+def check_parameters(function: Callable[..., Any], *, name: str, over: Over) -> frozenset[str]:
+    """The function takes the text (or the messages) first; any other parameter must be a known keyword.
+    Returns the context keywords it accepts."""
     params = list(inspect.signature(function).parameters.values())
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     if not positional and not any(p.kind is p.VAR_POSITIONAL for p in params):
@@ -193,3 +193,6 @@ def check_parameters(function: Callable[..., Any], *, name: str, over: Over) -> 
                 f"metric {name!r}: parameter {param.name!r} is not one a {over} metric is given "
                 f"(known: {', '.join(known)})"
             )
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return frozenset(known)
+    return frozenset(p.name for p in positional[1:] + params if p.name in known and p.kind is not p.POSITIONAL_ONLY)

@@ -8,6 +8,7 @@ one vowel group), and at least one per word. "cake" 1, "table" 2, "reading" 2, "
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 APOSTROPHES = "'\u2019"
 WORD = re.compile(f"[^\\W\\d_]+(?:[{APOSTROPHES}][^\\W\\d_]+)*")
@@ -38,7 +39,13 @@ def sentence_count(text: str) -> int:
 
 
 def syllables(word: str) -> int:
-    word = "".join(ch for ch in word.lower() if ch not in APOSTROPHES)
+    return _syllables(word.lower())
+
+
+@lru_cache(maxsize=65_536)
+def _syllables(word: str) -> int:
+    if "'" in word or "\u2019" in word:
+        word = word.replace("'", "").replace("\u2019", "")
     groups = len(VOWEL_GROUP.findall(word))
     if groups > 1 and word.endswith("e") and not re.search(r"[^aeiouy]le$", word):
         groups -= 1

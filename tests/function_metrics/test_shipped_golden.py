@@ -102,3 +102,29 @@ def test_repetition_across_ignores_the_other_speaker():
     )
     values = run_function(function_metrics()["repetition"], TurnItem(conversation, 1))
     assert values == {"repetition.within": 0.0}
+
+
+def test_repetition_across_matches_a_direct_count_whatever_the_order_turns_are_scored_in():
+    # The speaker history is extended turn by turn; asked out of order, or about another conversation in
+    # between, it must give what a direct count over the earlier turns gives.
+    texts = ["a b c d e", "x y z", "b c d q r", "p p p", "c d e a b c d", "u v w"]
+    roles = ["assistant", "user"] * 3
+    conversation = Conversation("h", None, tuple(Message(r, t) for r, t in zip(roles, texts, strict=True)), line=1)
+    other = Conversation("h2", None, (Message("assistant", "a b c"), Message("assistant", "a b c d")), line=2)
+    spec = function_metrics()["repetition"]
+
+    def direct(index: int) -> float:
+        grams = [tuple(texts[index].split()[i : i + 3]) for i in range(len(texts[index].split()) - 2)]
+        earlier = [texts[j] for j in range(index) if roles[j] == roles[index]]
+        seen = {tuple(t.split()[i : i + 3]) for t in earlier for i in range(len(t.split()) - 2)}
+        return sum(g in seen for g in grams) / len(grams)
+
+    for index in (2, 4, 0, 4, 2):
+        values = run_function(spec, TurnItem(conversation, index))
+        if index == 0:
+            assert "repetition.across" not in values
+        else:
+            assert values["repetition.across"] == pytest.approx(direct(index))
+        assert run_function(spec, TurnItem(other, 1))["repetition.across"] == pytest.approx(1 / 2)
+    # By hand: (b c d) of 3 trigrams; (c d e) (a b c) (b c d) of 5.
+    assert direct(2) == pytest.approx(1 / 3) and direct(4) == pytest.approx(3 / 5)
