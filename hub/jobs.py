@@ -12,6 +12,7 @@ from huey.consumer import Consumer
 from hub import queue
 from hub.db import get_engine
 from hub.services.human.mturk.polling import poll_open_experiments
+from hub.services.judging import runs as judging_runs
 from hub.services.platform.outbox import drain
 from hub.services.statistics import irt_fits
 from hub.services.submissions.evaluation import EvaluationRun, stalled_submissions
@@ -20,6 +21,7 @@ from hub.storage import get_storage
 
 def evaluate_submission(submission_id: int) -> str | None:
     status = EvaluationRun(get_engine(), get_storage(), submission_id).run()
+    judging_runs.after_evaluation(get_engine(), submission_id)  # the dataset's judges, once the metrics are in
     return status.value if status else None
 
 
@@ -46,12 +48,18 @@ def refit_all_irt() -> list[int]:
     return irt_fits.refit_all(get_engine())
 
 
+def judge_submission(run_id: int) -> str:
+    """A judging run: the dataset's function metrics, rubrics and pairwise judges over one submission."""
+    return judging_runs.run_judging(get_engine(), get_storage(), run_id)
+
+
 HANDLERS: dict[str, Callable[..., Any]] = {
     queue.EVALUATE_SUBMISSION: evaluate_submission,
     queue.REQUEUE_STALLED: requeue_stalled,
     queue.POLL_MTURK: poll_mturk,
     queue.REFIT_IRT: refit_irt,
     queue.REFIT_ALL_IRT: refit_all_irt,
+    queue.JUDGE_SUBMISSION: judge_submission,
 }
 
 

@@ -25,7 +25,8 @@ REQUEUE_STALLED = "requeue_stalled"
 POLL_MTURK = "poll_mturk"
 REFIT_IRT = "refit_irt"
 REFIT_ALL_IRT = "refit_all_irt"
-JOB_NAMES = (EVALUATE_SUBMISSION, REQUEUE_STALLED, POLL_MTURK, REFIT_IRT, REFIT_ALL_IRT)
+JUDGE_SUBMISSION = "judge_submission"  # a judging run (LLM judges, rubrics, function metrics) by run id
+JOB_NAMES = (EVALUATE_SUBMISSION, REQUEUE_STALLED, POLL_MTURK, REFIT_IRT, REFIT_ALL_IRT, JUDGE_SUBMISSION)
 
 # What the queue raises when it cannot take a job: Redis down or unreachable, the SQLite queue's file unwritable.
 QUEUE_ERRORS = (redis.exceptions.RedisError, sqlite3.Error, OSError)
@@ -85,6 +86,7 @@ def tasks() -> dict:
         REFIT_IRT: huey.task(retries=1, retry_delay=30, name=REFIT_IRT)(_runner(REFIT_IRT)),
         # Judgements arrive one task at a time; a refit every 10 minutes (only where they changed) is enough.
         REFIT_ALL_IRT: huey.periodic_task(crontab(minute="*/10"), name=REFIT_ALL_IRT)(_runner(REFIT_ALL_IRT)),
+        JUDGE_SUBMISSION: huey.task(retries=1, retry_delay=30, name=JUDGE_SUBMISSION)(_runner(JUDGE_SUBMISSION)),
     }
 
 

@@ -3,6 +3,7 @@
 from hub.models.audit import AuditEntry
 from hub.models.experiment import Backend, Experiment, ExperimentItem, ExperimentStatus, ItemKind, Task, TieMode
 from hub.models.irt_fit import IrtFit
+from hub.models.judging import DatasetJudging, Judge, JudgeJudgement, JudgingRun, RubricGrade
 from hub.models.outbox import OutboxJob
 from hub.models.rating import Assignment, AssignmentStatus, Rater, RaterInvite, Rating
 from hub.models.score import Score
@@ -17,15 +18,20 @@ __all__ = [
     "AuditEntry",
     "Backend",
     "BrowserSession",
+    "DatasetJudging",
     "Experiment",
     "ExperimentItem",
     "ExperimentStatus",
     "IrtFit",
     "ItemKind",
+    "Judge",
+    "JudgeJudgement",
+    "JudgingRun",
     "OutboxJob",
     "Rater",
     "RaterInvite",
     "Rating",
+    "RubricGrade",
     "Score",
     "Submission",
     "SubmissionStatus",

@@ -27,6 +27,7 @@ from hub.web.routes import (
     api_admin,
     api_admin_users,
     api_experiments,
+    api_judging,
     api_public,
     api_submissions,
     pages_account,
@@ -34,6 +35,7 @@ from hub.web.routes import (
     pages_admin_experiments,
     pages_experiments,
     pages_irt,
+    pages_judging,
     pages_mturk,
     pages_public,
     pages_rating,
@@ -140,11 +142,13 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
     app.include_router(api_admin_users.router)
     app.include_router(api_experiments.router)
     app.include_router(api_public.router)
+    app.include_router(api_judging.router)
     app.include_router(pages_account.router)
     app.include_router(pages_admin.router)
     app.include_router(pages_admin_experiments.router)
     app.include_router(pages_public.router)
     app.include_router(pages_irt.router)
+    app.include_router(pages_judging.router)
     app.include_router(pages_experiments.router)
     app.include_router(pages_rating.router)
     app.include_router(pages_mturk.router)

@@ -17,6 +17,7 @@ from evaluation.errors import EvaluationError
 from hub.errors import BadRequest, NotFound
 from hub.models import Score, Submission, System, User
 from hub.services.human.human_summaries import has_human_results, leaderboard_human, system_human
+from hub.services.judging import views as judging
 from hub.services.platform.datasets import installed_dataset
 from hub.services.platform.pagination import PageRequest, paginate
 from hub.services.statistics.irt_views import leaderboard_cells, statistics_index, system_irt
@@ -110,6 +111,9 @@ def sort_value(row: dict[str, Any], key: str) -> float | None:
         return row["human"][key]["win_rate"]
     if key == "irt":
         return (row.get("irt") or {}).get("ability")
+    if key in row.get("rubrics", {}) or key in row.get("judges", {}):  # rubric:ID@V mean score, judge:ID win rate
+        cell = row.get("rubrics", {}).get(key) or row["judges"][key]
+        return cell.get("score", cell.get("win_rate"))
     return row["scores"].get(key, {}).get("corpus")
 
 
@@ -170,13 +174,18 @@ def leaderboard(
     rows, latest = _scored_rows(session, dataset, viewer)
     human_columns, human_cells = leaderboard_human(session, dataset.name, viewer, [row["system_id"] for row in rows])
     irt_column, irt_cells = leaderboard_cells(session, dataset.name)
+    rubric_columns, rubric_cells, judge_columns, judge_cells = judging.leaderboard_cells(
+        session, dataset.name, [row["submission_id"] for row in rows], [row["system_id"] for row in rows]
+    )
     for row in rows:
         row["human"] = human_cells.get(row["system_id"], {})
         row["irt"] = irt_cells.get(row["system_id"])
+        row["rubrics"] = rubric_cells.get(row["submission_id"], {})
+        row["judges"] = judge_cells.get(row["system_id"], {})
     columns = _columns(latest)
     sort = sort or DEFAULT_SORT
     if order is None:
-        extra = [*human_columns, *([irt_column] if irt_column else [])]
+        extra = [*human_columns, *([irt_column] if irt_column else []), *rubric_columns, *judge_columns]
         higher = {**columns, **{c["key"]: c for c in extra}}.get(sort, {}).get("higher_is_better")
         order = "desc" if higher is True else "asc"
     return {
@@ -186,6 +195,8 @@ def leaderboard(
         "columns": list(columns.values()),
         "human_columns": human_columns,
         "irt_column": irt_column,
+        "rubric_columns": rubric_columns,  # LLM-judged rubrics: mean score and pass rate (hub.services.judging)
+        "judge_columns": judge_columns,  # LLM pairwise judges: win rate, linking to the judge's report card
         "rows": _sorted_rows(rows, sort, order),
     }
 
@@ -246,6 +257,7 @@ def system_profile(session: Session, system_id: int, viewer: User | None) -> dic
                 "is_public": can_view(s, system, None),
                 "created_at": s.created_at.isoformat(),
                 "scores": [_score_json(score) for score in scores[s.id]],
+                "rubric_grades": judging.profile_grades(session, s),  # each graded response, with explanations
             }
             for s in submissions
         ],
