@@ -92,7 +92,8 @@ def evaluate_conversations(
     summary = Summary()
     if as_json:
         _emit({"kind": "run", **_run_header(path, nodes, len(conversations))})
-    show = progress if progress is not None else len(conversations) >= LARGE_FILE_CONVERSATIONS
+    slow = bool(extra_nodes) or len(conversations) >= LARGE_FILE_CONVERSATIONS  # judge calls, or a big file
+    show = progress if progress is not None else slow
     with metric_progress(show) as update:
         done = calls = 0
 

@@ -50,6 +50,7 @@ def test_the_rubric_grades_only_the_turns_its_gate_admits(run_cli, log, judge_co
         result = run_cli(*args, "--judge-config", judge_config(server.base_url), "--json")
         assert result.exit_code == 0, result.stderr
         assert server.requests == 2 * 3  # two question turns x three criteria; statements never reach the judge
+    assert "judge calls" in result.stderr and "usage: 6 live call(s)" in result.stderr  # progress and usage
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     header = lines[0]
     rubric = next(m for m in header["metrics"] if m["metric"] == "rubric-helpfulness")
