@@ -5,15 +5,17 @@ Every limit is checked before any metric runs, and a refusal names the line (and
 
 from __future__ import annotations
 
+import io
+import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluation.errors import InvalidInputError
+from evaluation.errors import InvalidInputError, NotFoundError
 from evaluation.function_metrics.spec import ROLES
-from evaluation.responses import parse_jsonl_records
-from evaluation.textfile import decode_lines, read_bytes
+from evaluation.settings import get_settings
 
 MAX_LINE_CHARS = 2_000_000
 MAX_CONVERSATIONS = 200_000
@@ -46,19 +48,52 @@ class Conversation:
     line: int
 
 
-def read_conversations(path: str | Path) -> list[Conversation]:
-    return parse_conversations(read_bytes(Path(path)), name=path)
+class ConversationLog:
+    """A conversation file checked whole on opening, then read again line by line when iterated, so scoring
+    holds one chunk of conversations in memory, not the file."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.count = sum(1 for _ in self)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[Conversation]:
+        if not self.path.is_file():
+            raise NotFoundError("file not found", path=self.path)
+        limit = get_settings().max_file_bytes
+        size = self.path.stat().st_size
+        if size > limit:
+            raise InvalidInputError(f"file is {size:,} bytes; the limit is {limit:,} bytes", path=self.path)
+        with self.path.open("rb") as handle:
+            yield from _parse_lines(handle, name=self.path)
+
+
+def read_conversations(path: str | Path) -> ConversationLog:
+    return ConversationLog(path)
 
 
 def parse_conversations(data: bytes, *, name: str | Path) -> list[Conversation]:
-    """Validate a whole file; duplicate ids are refused, blank lines skipped."""
-    lines = decode_lines(data, name=name, max_line_chars=MAX_LINE_CHARS)
-    records = parse_jsonl_records(lines, name=name)
-    if len(records) > MAX_CONVERSATIONS:
-        raise InvalidInputError(f"{len(records):,} conversations; the limit is {MAX_CONVERSATIONS:,}", path=name)
+    return list(_parse_lines(io.BytesIO(data), name=name))
+
+
+def _parse_lines(lines: Iterable[bytes], *, name: str | Path) -> Iterator[Conversation]:
+    """Conversations line by line (split on "\n" only, as evaluation.textfile does); duplicate ids are refused,
+    blank lines skipped, an empty file refused."""
     seen: dict[str, int] = {}
-    conversations = []
-    for number, record in records:
+    for number, raw in enumerate(lines, start=1):
+        text = _decode(raw, name=name, line=number)
+        if not text.strip():
+            continue
+        if len(seen) >= MAX_CONVERSATIONS:
+            raise InvalidInputError(f"more than {MAX_CONVERSATIONS:,} conversations", path=name, line=number)
+        try:
+            record = json.loads(text)
+        except ValueError as exc:  # JSONDecodeError, or e.g. an integer beyond Python's digit limit
+            raise InvalidInputError(f"not valid JSON ({getattr(exc, 'msg', exc)})", path=name, line=number) from exc
+        if not isinstance(record, dict):
+            raise InvalidInputError("each line must be a JSON object", path=name, line=number)
         conversation = _conversation(record, name=name, line=number)
         if conversation.id in seen:
             raise InvalidInputError(
@@ -67,8 +102,29 @@ def parse_conversations(data: bytes, *, name: str | Path) -> list[Conversation]:
                 line=number,
             )
         seen[conversation.id] = number
-        conversations.append(conversation)
-    return conversations
+        yield conversation
+    if not seen:
+        raise InvalidInputError("file is empty", path=name)
+
+
+def _decode(raw: bytes, *, name: str | Path, line: int) -> str:
+    if b"\x00" in raw:
+        raise InvalidInputError("binary data (NUL byte) found; expected UTF-8 text", path=name, line=line)
+    if len(raw) > 4 * MAX_LINE_CHARS + 4:  # more characters than the limit, whatever the encoding
+        raise InvalidInputError(f"line is longer than {MAX_LINE_CHARS:,} characters", path=name, line=line)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInputError(
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start} of the line)", path=name, line=line
+        ) from exc
+    text = text.removeprefix("\ufeff") if line == 1 else text
+    text = text.removesuffix("\n").removesuffix("\r")
+    if len(text) > MAX_LINE_CHARS:
+        raise InvalidInputError(
+            f"line is {len(text):,} characters long; the limit is {MAX_LINE_CHARS:,}", path=name, line=line
+        )
+    return text
 
 
 def _conversation(record: dict[str, Any], *, name: str | Path, line: int) -> Conversation:
