@@ -1,6 +1,7 @@
 """Database tables, one module per noun. Importing this package registers every table on SQLModel.metadata."""
 
 from hub.models.audit import AuditEntry
+from hub.models.data_version import DataVersion
 from hub.models.experiment import Backend, Experiment, ExperimentItem, ExperimentStatus, ItemKind, Task, TieMode
 from hub.models.irt_fit import IrtFit
 from hub.models.judging import DatasetJudging, Judge, JudgeJudgement, JudgingRun, RubricGrade
@@ -18,6 +19,7 @@ __all__ = [
     "AuditEntry",
     "Backend",
     "BrowserSession",
+    "DataVersion",
     "DatasetJudging",
     "Experiment",
     "ExperimentItem",

@@ -14,6 +14,7 @@ EXPECTED_TABLES = {
     "submission",
     "score",
     "auditentry",
+    "data_version",
     "experiment",
     "task",
     "experimentitem",

@@ -20,6 +20,7 @@ from hub.web.deps import DatabaseId, SessionDep, UserDep, ViewerDep
 from hub.web.inputs import QueryId
 from hub.web.openapi_docs import error_responses
 from hub.web.pagination import PageDep
+from hub.web.read_cache import public_page
 from hub.web.threads import RequestSessionRoute
 
 router = APIRouter(route_class=RequestSessionRoute, tags=["human evaluation"], responses=error_responses(403, 404, 409))
@@ -68,6 +69,7 @@ def plan(
 
 
 @router.get("/api/experiments")
+@public_page("api-experiments")
 def list_experiments(
     request: Request,
     response: Response,
@@ -88,7 +90,8 @@ def list_experiments(
 
 
 @router.get("/api/experiments/{experiment_id}")
-def show(experiment_id: DatabaseId, session: SessionDep, viewer: ViewerDep) -> dict[str, Any]:
+@public_page("api-experiment")
+def show(experiment_id: DatabaseId, request: Request, session: SessionDep, viewer: ViewerDep) -> dict[str, Any]:
     """Results: wins, ties, losses, win rate with interval, sign test, agreement; the rater table for admins."""
     experiment = experiment_access.visible_experiment(session, experiment_id, viewer)
     return experiment_results.results(session, experiment, with_raters=bool(viewer and viewer.is_admin))

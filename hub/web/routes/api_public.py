@@ -17,6 +17,7 @@ from fastapi.responses import StreamingResponse
 from hub.db import get_engine
 from hub.errors import BadRequest
 from hub.services.publishing import exports, leaderboard
+from hub.services.publishing.read_side import MAX_ENTRY_BYTES
 from hub.services.statistics import irt_views
 from hub.storage import get_storage
 from hub.web import pagination
@@ -24,6 +25,7 @@ from hub.web.deps import DatabaseId, SessionDep, ViewerDep
 from hub.web.inputs import parse_id
 from hub.web.openapi_docs import error_responses
 from hub.web.pagination import PageDep
+from hub.web.read_cache import cached_download, public_page
 from hub.web.threads import RequestSessionRoute
 
 router = APIRouter(route_class=RequestSessionRoute, prefix="/api", tags=["public"], responses=error_responses(404))
@@ -57,7 +59,8 @@ def _system_ids(raw: str | None) -> list[int]:
 
 
 @router.get("/overview")
-def overview(session: SessionDep, viewer: ViewerDep) -> dict[str, Any]:
+@public_page("api-overview")
+def overview(request: Request, session: SessionDep, viewer: ViewerDep) -> dict[str, Any]:
     """Datasets with their number of ranked entries, the number of systems and the latest evaluated entries."""
     return leaderboard.overview(session, viewer)
 
@@ -76,32 +79,42 @@ def dataset(name: str, request: Request, response: Response, page: PageDep) -> d
 
 
 @router.get("/datasets/{name}/prompts/{prompt_id}")
-def prompt(name: str, prompt_id: str, session: SessionDep) -> dict[str, Any]:
+@public_page("api-prompt")
+def prompt(name: str, prompt_id: str, request: Request, session: SessionDep) -> dict[str, Any]:
     """A prompt's conversation, references and its discrimination in the dataset's newest IRT fit."""
     return irt_views.prompt_detail(session, name, prompt_id)
 
 
 @router.get("/irt/{dataset}")
-def dataset_irt(dataset: str, session: SessionDep) -> dict[str, Any]:
+@public_page("api-irt")
+def dataset_irt(dataset: str, request: Request, session: SessionDep) -> dict[str, Any]:
     """The newest IRT fit of the dataset's public judgements (`fit` is null before the first): abilities with
     intervals, every pairwise difference with corrected p-values, prompt discriminations, the method signature."""
     return irt_views.dataset_irt(session, dataset)
 
 
 @router.get("/leaderboards/{dataset}")
+@public_page("api-leaderboard")
 def dataset_leaderboard(
-    dataset: str, session: SessionDep, viewer: ViewerDep, sort: str | None = None, order: str | None = None
+    dataset: str,
+    request: Request,
+    session: SessionDep,
+    viewer: ViewerDep,
+    sort: str | None = None,
+    order: str | None = None,
 ) -> dict[str, Any]:
     """`sort`: a metric name (default bleu-2); `order`: asc or desc (default: best first for the metric)."""
     return leaderboard.leaderboard(session, dataset, viewer, sort=sort, order=order)
 
 
 @router.get("/systems/{system_id}")
-def system(system_id: DatabaseId, session: SessionDep, viewer: ViewerDep) -> dict[str, Any]:
+@public_page("api-system")
+def system(system_id: DatabaseId, request: Request, session: SessionDep, viewer: ViewerDep) -> dict[str, Any]:
     return leaderboard.system_profile(session, system_id, viewer)
 
 
 @router.get("/compare/{dataset}")
+@public_page("api-compare")
 def compare(
     dataset: str,
     request: Request,
@@ -121,11 +134,19 @@ def compare(
 
 
 @router.get("/downloads/{filename}")
-async def download(filename: str) -> StreamingResponse:
+async def download(filename: str, request: Request) -> Response:
     """`systems|submissions|scores|responses|ratings|irt_*` `.jsonl|.csv`: all public data, the same for every
-    caller. The file is built whole first and then sent, so a slow client never holds a database connection."""
+    caller. The file is built whole first and then sent, so a slow client never holds a database connection; built
+    once per data version (hub.web.read_cache), unless larger than the cache keeps."""
     exports.parse_filename(filename)  # an unknown name is a 404 before anything waits
-    build = partial(exports.spool_export, get_engine(), get_storage(), filename)
-    export = await anyio.to_thread.run_sync(build, limiter=_export_limiter())
-    headers = {**export.headers, "Content-Length": str(export.size)}
-    return StreamingResponse(export.pieces(), media_type=export.media_type, headers=headers)
+
+    async def build() -> Response:
+        spool = partial(exports.spool_export, get_engine(), get_storage(), filename)
+        export = await anyio.to_thread.run_sync(spool, limiter=_export_limiter())
+        if export.size <= MAX_ENTRY_BYTES:
+            body = await anyio.to_thread.run_sync(b"".join, export.pieces())
+            return Response(body, media_type=export.media_type, headers=export.headers)
+        headers = {**export.headers, "Content-Length": str(export.size)}
+        return StreamingResponse(export.pieces(), media_type=export.media_type, headers=headers)
+
+    return await cached_download(request, "download", build)

@@ -21,6 +21,7 @@ from hub.services.publishing.exports import MEDIA_TYPES
 from hub.web import pagination
 from hub.web.deps import SessionDep, ViewerDep
 from hub.web.pagination import PageDep
+from hub.web.read_cache import public_page
 from hub.web.templating import render
 from hub.web.threads import RequestSessionRoute
 
@@ -33,6 +34,7 @@ OUTCOME_COLORS = {"A": "#1f5fa8", "tie": "#8a94a0", "B": "#c07a1a"}
 
 
 @router.get("/experiments")
+@public_page("experiments")
 def experiments_page(
     request: Request, session: SessionDep, viewer: ViewerDep, page: PageDep, dataset: str | None = None
 ):
@@ -107,6 +109,7 @@ def _agreement_rows(agreement: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 @router.get("/experiments/{experiment_id}")
+@public_page("experiment")
 def experiment_page(request: Request, experiment_id: str, session: SessionDep, viewer: ViewerDep):
     if not re.fullmatch(r"[0-9]{1,18}", experiment_id):  # the 404 page, as for an id that does not exist (and fits)
         raise NotFound(f"no experiment #{experiment_id}")

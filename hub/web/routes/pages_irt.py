@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse
 
 from hub.services.statistics import irt_views
 from hub.web.deps import SessionDep, ViewerDep
+from hub.web.read_cache import public_page
 from hub.web.templating import render
 from hub.web.threads import RequestSessionRoute
 
@@ -42,6 +43,7 @@ def _with_links(dataset: str, prompts: list[dict[str, Any]]) -> list[dict[str, A
 
 
 @router.get("/irt/{dataset}")
+@public_page("irt")
 def irt_page(request: Request, dataset: str, session: SessionDep, viewer: ViewerDep):
     page = irt_views.dataset_irt(session, dataset)
     fit = page["fit"]
@@ -58,6 +60,7 @@ def irt_page(request: Request, dataset: str, session: SessionDep, viewer: Viewer
 
 
 @router.get("/datasets/{name}/prompts/{prompt_id}")
+@public_page("prompt")
 def prompt_page(request: Request, name: str, prompt_id: str, session: SessionDep, viewer: ViewerDep):
     context = {
         "viewer": viewer,

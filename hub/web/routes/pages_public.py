@@ -20,6 +20,7 @@ from hub.storage import get_storage
 from hub.web import pagination
 from hub.web.deps import SessionDep, ViewerDep
 from hub.web.pagination import PageDep
+from hub.web.read_cache import public_page
 from hub.web.routes.api_public import MAX_COMPARED_SYSTEMS, _system_ids
 from hub.web.templating import render
 from hub.web.threads import RequestSessionRoute
@@ -40,6 +41,7 @@ def _url(path: str, **params: Any) -> str:
 
 
 @router.get("/")
+@public_page("overview")
 def overview_page(request: Request, session: SessionDep, viewer: ViewerDep):
     context = {"viewer": viewer, "page": leaderboard.overview(session, viewer), "json_url": "/api/overview"}
     return render(request, "overview.html", context)
@@ -52,6 +54,7 @@ def datasets_page(request: Request, viewer: ViewerDep):
 
 
 @router.get("/datasets/{name}")
+@public_page("dataset")
 def dataset_page(request: Request, name: str, session: SessionDep, viewer: ViewerDep, page: PageDep):
     """The prompts (a page of them), each with its discrimination in the newest IRT fit (statistics at `/irt/NAME`)."""
     detail = leaderboard.dataset_detail(name, page)
@@ -112,6 +115,7 @@ def _leaderboard_chart(board: dict[str, Any]) -> dict[str, Any]:
 
 
 @router.get("/leaderboards/{dataset}")
+@public_page("leaderboard")
 def leaderboard_page(
     request: Request,
     dataset: str,
@@ -169,6 +173,7 @@ def _submission_chart(submission: dict[str, Any]) -> dict[str, Any] | None:
 
 
 @router.get("/systems/{system_id}")
+@public_page("system")
 def system_page(request: Request, system_id: str, session: SessionDep, viewer: ViewerDep):
     if not re.fullmatch(r"[0-9]{1,18}", system_id):  # the 404 page, as for an id that does not exist (and fits)
         raise NotFound(f"no system #{system_id}")
@@ -212,6 +217,7 @@ def _choices(ranked: list[dict[str, Any]], compared: dict[str, Any], chosen: lis
 
 
 @router.get("/compare/{dataset}")
+@public_page("compare")
 def compare_page(
     request: Request,
     dataset: str,

@@ -1,0 +1,150 @@
+"""Public pages and their JSON twins served from the read side's cache, with ETag, Last-Modified and 304s.
+
+`@public_page("name")` wraps a sync route (under its `@router.get`). For a request the answer does not depend on
+(no `viewer` parameter, or an anonymous viewer) it reads the data version once, answers 304 when the client's
+If-None-Match (or else If-Modified-Since) is current, serves the cached bytes of (route, path, query, version), or
+builds the page with the route, keeps its bytes and serves them. A signed-in viewer's page (owner's private systems,
+admin's view, the nav with the account) is built by the route for that request and never cached, and no cached page
+is ever served to them. `cached_download` does the same for the async downloads route.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Awaitable, Callable
+from email.utils import format_datetime, parsedate_to_datetime
+from typing import Any, TypeVar
+
+import anyio.to_thread
+from fastapi import Request, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
+from sqlmodel import Session
+
+from hub.db import get_engine
+from hub.services.publishing.read_side import PAGES, CachedPage, Version, current
+
+Call = TypeVar("Call", bound=Callable[..., Any])
+CACHE_CONTROL = "no-cache"  # a browser or proxy keeps the page but asks again, with If-None-Match, every time
+VARY = "Cookie, Authorization"  # signed-in visitors get other answers at the same address
+DROPPED_HEADERS = frozenset(
+    {"content-length", "content-type", "set-cookie", "etag", "last-modified", "cache-control", "vary"}
+)
+
+
+def _key(name: str, request: Request) -> str:
+    query = "&".join(sorted(f"{k}={v}" for k, v in request.query_params.multi_items()))
+    return f"{name} {request.url.path}?{query}"
+
+
+def _etag(key: str, version: Version) -> str:
+    return f'W/"v{version.tag}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"'
+
+
+def _validators(key: str, version: Version) -> dict[str, str]:
+    return {
+        "ETag": _etag(key, version),
+        "Last-Modified": format_datetime(version.changed_at, usegmt=True),
+        "Cache-Control": CACHE_CONTROL,
+        "Vary": VARY,
+    }
+
+
+def _not_modified(request: Request, etag: str, version: Version) -> bool:
+    """If-None-Match (weak comparison; `*` matches) decides when present, else If-Modified-Since (whole seconds)."""
+    if_none_match = request.headers.get("if-none-match")
+    if if_none_match is not None:
+        tags = {tag.strip().removeprefix("W/") for tag in if_none_match.split(",")}
+        return "*" in tags or etag.removeprefix("W/") in tags
+    if_modified_since = request.headers.get("if-modified-since")
+    if if_modified_since:
+        try:
+            since = parsedate_to_datetime(if_modified_since)
+        except (TypeError, ValueError):
+            return False
+        if since.tzinfo is None:
+            return False
+        return version.changed_at.replace(microsecond=0) <= since
+    return False
+
+
+def _serve(key: str, version: Version, page: CachedPage) -> Response:
+    headers = {**dict(page.headers), **_validators(key, version)}
+    return Response(page.body, status_code=page.status_code, media_type=page.media_type, headers=headers)
+
+
+def _as_response(result: Any, kwargs: dict[str, Any]) -> Response:
+    """The route's answer as FastAPI would send it: a Response as it is, anything else as JSON, with the headers a
+    route set on its injected `response` (pagination)."""
+    if isinstance(result, Response):
+        return result
+    response = JSONResponse(jsonable_encoder(result))
+    for value in kwargs.values():
+        if isinstance(value, Response):
+            for name, header in value.headers.items():
+                if name.lower() not in DROPPED_HEADERS:
+                    response.headers[name] = header
+    return response
+
+
+def _keep(response: Response) -> CachedPage | None:
+    body = getattr(response, "body", None)
+    if response.status_code != 200 or not isinstance(body, bytes) or response.background is not None:
+        return None
+    headers = tuple((k, v) for k, v in response.headers.items() if k.lower() not in DROPPED_HEADERS)
+    return CachedPage(body=body, media_type=response.media_type, headers=headers)
+
+
+def _respond(request: Request, key: str, version: Version, build: Callable[[], Response]) -> Response:
+    if _not_modified(request, _etag(key, version), version):
+        return Response(status_code=304, headers=_validators(key, version))
+    page = PAGES.get(key, version)
+    if page is not None:
+        return _serve(key, version, page)
+    response = build()
+    page = _keep(response)
+    if page is None:
+        return response
+    PAGES.put(key, version, page)
+    return _serve(key, version, page)
+
+
+def public_page(name: str) -> Callable[[Call], Call]:
+    """Cache a sync route's answer for everyone it does not depend on; it needs `request` and `session` parameters
+    (and `viewer` when the answer depends on who asks)."""
+
+    def decorate(route: Call) -> Call:
+        @functools.wraps(route)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            request: Request = kwargs["request"]
+            session: Session = kwargs["session"]
+            if kwargs.get("viewer") is not None:
+                return route(*args, **kwargs)
+            key = _key(name, request)
+            return _respond(request, key, current(session), lambda: _as_response(route(*args, **kwargs), kwargs))
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def _read_version() -> Version:
+    with Session(get_engine()) as session:
+        return current(session)
+
+
+async def cached_download(request: Request, name: str, build: Callable[[], Awaitable[Response]]) -> Response:
+    """A download (the same for every caller) from the cache, or built by `build` and kept when it fits."""
+    version = await anyio.to_thread.run_sync(_read_version)
+    key = _key(name, request)
+    if _not_modified(request, _etag(key, version), version):
+        return Response(status_code=304, headers=_validators(key, version))
+    page = PAGES.get(key, version)
+    if page is None:
+        response = await build()
+        page = _keep(response)
+        if page is None:
+            return response
+        PAGES.put(key, version, page)
+    return _serve(key, version, page)
