@@ -4,19 +4,16 @@ rubric scores and explanations, judge win rates, the report card and PPI interva
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from evaluation.dataset import load_dataset
 from evaluation.llm.server import LocalChatServer
-from evaluation.rubrics import shipped_rubrics
 from hub.models import AuditEntry, JudgeJudgement, Rating
 from hub.settings import get_settings
 from hub.web.app import create_app
-from tests.hub.conftest import DATASET, auth, post
+from tests.hub.conftest import DATASET, auth
 from tests.hub.judging.helpers import (
     KEY_ENV,
     SECRET,
@@ -24,23 +21,29 @@ from tests.hub.judging.helpers import (
     explanation_of,
     grade_of,
     judge_responder,
-    rate_experiment,
+    judged_hub,
 )
 
 HTML = {"Accept": "text/html"}
 
 
-def wait_for(client, url: str, token: str, done, timeout: float = 120.0) -> dict:
-    deadline = time.monotonic() + timeout
-    body: dict = {}
-    while time.monotonic() < deadline:
-        response = client.get(url, headers=auth(token))
-        if response.status_code == 200:
-            body = response.json()
-            if done(body):
-                return body
-        time.sleep(0.2)
-    raise AssertionError(f"{url} never got there: {body}")
+@pytest.fixture(params=["sqlite", "postgresql"])
+def hub_env(request, tmp_path, monkeypatch):
+    """The conftest's hub, on SQLite and on a fresh PostgreSQL database (skipped when PostgreSQL is down)."""
+    from hub import db
+    from hub.migrate import upgrade
+    from tests.hub.conftest import _clear_caches
+
+    monkeypatch.setenv("HUB_DATA_DIR", str(tmp_path / "hub-data"))
+    for name in ("HUB_DATABASE_URL", "HUB_STORAGE_URL", "HUB_QUEUE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    if request.param == "postgresql":
+        monkeypatch.setenv("HUB_DATABASE_URL", request.getfixturevalue("postgres_url"))
+    _clear_caches()
+    upgrade()
+    yield db.get_engine()
+    db.get_engine().dispose()
+    _clear_caches()
 
 
 @pytest.fixture
@@ -54,50 +57,14 @@ def test_a_submission_gets_rubric_scores_judge_win_rates_a_report_card_and_a_ppi
     hub_env, people, baselines, judge_server
 ):
     dataset = load_dataset(DATASET)
-    admin, owner = people["admin"], people["owner"]
+    admin = people["admin"]
     mine = [p.references[0] for p in dataset.prompts]
     with TestClient(create_app(embedded_worker=True)) as client:
-        judge = client.post(
-            "/api/admin/judges",
-            headers=auth(admin),
-            json={
-                "name": "local-length",
-                "base_url": judge_server.base_url,
-                "model": "rule-judge",
-                "key_ref": KEY_ENV,
-                "concurrency": 8,
-                "timeout_s": 30,
-            },
-        )
-        assert judge.status_code == 201, judge.text
-        judge_id = judge.json()["id"]
-        rubric_yaml = shipped_rubrics()["helpfulness"].read_text()
-        for body in (
-            {"kind": "judge", "judge_id": judge_id},
-            {"kind": "rubric", "judge_id": judge_id, "rubric_yaml": rubric_yaml},
-            {"kind": "function_metric", "metric": "is-question"},
-        ):
-            attached = client.post(f"/api/admin/datasets/{DATASET}/judging", headers=auth(admin), json=body)
-            assert attached.status_code == 201, attached.text
-
-        [submission] = post(client, owner, {"is_public": "true", "name": "Long bot"}).json()
-        approved = client.post(f"/api/admin/submissions/{submission['id']}/approve", headers=auth(admin))
-        assert approved.status_code == 200
-        run = wait_for(
-            client,
-            f"/api/admin/submissions/{submission['id']}/judging",
-            admin,
-            lambda body: body["status"] in ("done", "failed"),
-        )
+        hub = judged_hub(client, hub_env, people, baselines, judge_server.base_url)
+        run, judge_id, system_id = hub["run"], hub["judge_id"], hub["system_id"]
         assert run["status"] == "done", run
         assert run["progress"] == 1.0
-
-        system_id = submission["system"]["id"]
         with Session(hub_env) as session:
-            # Human ratings (seeded) on 20 prompts against each baseline, for the report card and PPI.
-            prompts = dataset.prompt_ids[:20]
-            rate_experiment(session, DATASET, system_id, baselines["echo"], prompts, seed=1)
-            rate_experiment(session, DATASET, system_id, baselines["retrieval"], prompts, seed=2)
             judge_rows = session.exec(select(JudgeJudgement)).all()
             human_ratings = session.exec(select(Rating)).all()
         assert len(judge_rows) == 2 * len(dataset)  # against both baselines, every prompt, kept apart from humans
@@ -144,6 +111,9 @@ def test_a_submission_gets_rubric_scores_judge_win_rates_a_report_card_and_a_ppi
         for system in report["systems"]:
             low, high = system["ppi"]["interval"]
             assert low <= system["ppi"]["estimate"] <= high
+            human_low, human_high = system["human"]["interval"]
+            if not system["anchor"]:  # a real interval, never wider than the humans' own (power tuning)
+                assert 0 < high - low <= human_high - human_low + 1e-9
         assert report["n_human_votes"] == 2 * 20 * 3
         assert report["effective_human_n"] is not None
         ppi_page = client.get(f"/ppi/{DATASET}", headers=HTML).text
