@@ -48,10 +48,11 @@ def serve(
 @app.command("worker")
 def worker(workers: Annotated[int, typer.Option(help="Worker threads.")] = 1) -> None:
     """Consume the job queue (Redis with HUB_QUEUE_URL for many machines); stops on Ctrl-C / SIGTERM."""
-    from hub.jobs import register
+    from hub.jobs import register, start_sweeper
     from hub.queue import get_huey
 
     register()
+    start_sweeper()  # sends waiting jobs and retries lost evaluations every HUB_SWEEP_SECONDS
     get_huey().create_consumer(workers=workers, periodic=True).run()
 
 

@@ -4,6 +4,8 @@ Only this module imports the services that jobs run; services enqueue through `h
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +18,10 @@ from hub.services.judging import runs as judging_runs
 from hub.services.platform.outbox import drain
 from hub.services.statistics import irt_fits
 from hub.services.submissions.evaluation import EvaluationRun, stalled_submissions
+from hub.settings import get_settings
 from hub.storage import get_storage
+
+log = logging.getLogger(__name__)
 
 
 def evaluate_submission(submission_id: int) -> str | None:
@@ -26,12 +31,31 @@ def evaluate_submission(submission_id: int) -> str | None:
 
 
 def requeue_stalled() -> list[int]:
-    """The periodic sweep: send the jobs the outbox holds (the queue was down), then restart stalled evaluations."""
+    """The sweep: send the jobs the outbox holds (the queue was down), then retry evaluations whose worker was lost
+    (no heartbeat for HUB_STALLED_AFTER_SECONDS). Runs once a minute as a periodic task, and every
+    HUB_SWEEP_SECONDS in each `chateval worker` (`start_sweeper`)."""
     sent = drain(get_engine(), queue.send_outbox_job)
     stalled = stalled_submissions(get_engine())
     for submission_id in stalled:
+        log.warning("submission %s: its worker was lost (no heartbeat), evaluation re-queued", submission_id)
         queue.enqueue_evaluation(submission_id)
     return sent + stalled
+
+
+def start_sweeper() -> threading.Event:
+    """Run the sweep every HUB_SWEEP_SECONDS on a daemon thread (a periodic task runs once a minute at most);
+    set the returned event to stop it. Errors (database or queue down) are logged and the next round tries again."""
+    stop, every = threading.Event(), get_settings().sweep_seconds
+
+    def sweep() -> None:
+        while not stop.wait(every):
+            try:
+                requeue_stalled()
+            except Exception:
+                log.warning("sweep failed; next try in %s s", every, exc_info=True)
+
+    threading.Thread(target=sweep, name="sweeper", daemon=True).start()
+    return stop
 
 
 def poll_mturk() -> int:

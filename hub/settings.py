@@ -59,6 +59,12 @@ class HubSettings(BaseSettings):
     mturk_sandbox: bool = Field(default=True, description="Use Mechanical Turk's sandbox (no money moves).")
     mturk_region: str = Field(default="us-east-1", description="Mechanical Turk's region (it has only this one).")
     mturk_poll_seconds: int = Field(default=300, description="How often the queue polls MTurk for assignments.")
+    sweep_seconds: int = Field(
+        default=15, ge=1, le=3600, description="How often `chateval worker` sends waiting jobs and retries lost ones."
+    )
+    stalled_after_seconds: int = Field(
+        default=60, ge=2, le=86_400, description="An evaluation without a heartbeat this long lost its worker."
+    )
 
     @field_validator(
         "login_failures_per_account",

@@ -55,5 +55,9 @@ class Submission(SQLModel, table=True):
     error: str | None = Field(default=None, max_length=10_000)
     progress: float = 0.0
     heartbeat_at: datetime | None = Field(default=None, description="Last sign of life of the evaluating worker.")
+    worker_id: str | None = Field(default=None, max_length=200, description="host:pid of the worker running it.")
+    started_at: datetime | None = Field(default=None, description="When the latest evaluation run started.")
+    attempts: int = Field(default=0, description="Evaluation runs started (a retry after a lost worker is one more).")
+    worker_losses: int = Field(default=0, description="Runs whose worker was lost (no heartbeat) and retried.")
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from local_cluster import BIN, POSTGRES_ADMIN_URL, Cluster
 
 from tests.cluster.gate import Gate
+from tests.hub.conftest import hub_env, people  # noqa: F401 (the single-machine fixtures, for the lease tests)
 from tests.hub.test_worker_kill import write_dataset
 
 SWEEP_SECONDS = 2  # the sweep runs this often in the test cluster (15 s by default)

@@ -24,7 +24,9 @@ router = APIRouter(
 )
 
 
-def submission_json(submission: Submission, system: System, scores: list[Score], *, private: bool) -> dict[str, Any]:
+def submission_json(
+    submission: Submission, system: System, scores: list[Score], *, private: bool, admin: bool = False
+) -> dict[str, Any]:
     data: dict[str, Any] = {
         "id": submission.id,
         "system": {"id": system.id, "name": system.name, "is_public": system.is_public},
@@ -42,6 +44,14 @@ def submission_json(submission: Submission, system: System, scores: list[Score],
     }
     if private:  # failure details can quote the file; only owner and admins see them
         data["error"] = submission.error
+        data["evaluation"] = {  # runs, and workers lost mid-run (each one retried by the sweep)
+            "attempts": submission.attempts,
+            "worker_losses": submission.worker_losses,
+            "retrying_after_worker_loss": submission.status == "evaluating" and submission.worker_losses > 0,
+            "started_at": submission.started_at.isoformat() if submission.started_at else None,
+            "heartbeat_at": submission.heartbeat_at.isoformat() if submission.heartbeat_at else None,
+            "worker_id": submission.worker_id if admin else None,  # host:pid, for admins only
+        }
     return data
 
 
@@ -65,4 +75,4 @@ def show(submission_id: DatabaseId, session: SessionDep, viewer: ViewerDep) -> d
     submission, system = get_visible(session, submission_id, viewer)
     scores = list(session.exec(select(Score).where(Score.submission_id == submission.id).order_by(Score.id)))
     private = viewer is not None and (viewer.is_admin or viewer.id == system.owner_id)
-    return submission_json(submission, system, scores, private=private)
+    return submission_json(submission, system, scores, private=private, admin=viewer is not None and viewer.is_admin)
