@@ -225,16 +225,31 @@ def refit_irt_command(
 
 @app.command("export")
 def export_command(
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Folder to write every public download into.")] = None,
-    s3: Annotated[str | None, typer.Option(help="s3://bucket/prefix to publish the snapshot to instead.")] = None,
+    out_dir: Annotated[
+        str | None, typer.Option("--out", help="Folder, or s3://bucket/prefix, to publish the snapshot to.")
+    ] = None,
+    s3: Annotated[str | None, typer.Option(hidden=True, help="Same as --out s3://bucket/prefix.")] = None,
 ) -> None:
-    """Write every public download (systems, submissions, scores, responses, ratings, IRT fits; JSONL and CSV)."""
-    from hub.services.publishing.snapshot import write_snapshot
+    """Publish a versioned public snapshot: every public table as JSONL and CSV, one SQLite file of them all, an
+    index.html and a manifest.json with their sha256; written whole before it appears (DIR/<version>/ and the
+    DIR/latest pointers, or s3://bucket/prefix/<version>/ with the manifest last and prefix/latest.json)."""
+    from rich.progress import Progress
+
+    from hub.migrate import upgrade
+    from hub.services.publishing.snapshot import publish_snapshot
 
     if (out_dir is None) == (s3 is None):
-        raise typer.BadParameter("give exactly one of --out DIR or --s3 s3://bucket/prefix")
-    written = write_snapshot(out_dir=out_dir, s3_url=s3, progress=lambda name: err.print(f"wrote {name}"))
-    out.print(f"{len(written)} file(s) written to {out_dir or s3}")
+        raise typer.BadParameter("give --out DIR or --out s3://bucket/prefix", param_hint="--out")
+    upgrade()
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task("snapshot", total=None)
+
+        def advance(step: str, done: int, total: int) -> None:
+            bar.update(task, description=step, completed=done, total=total)
+
+        published = publish_snapshot(out_dir or s3 or "", progress=advance)
+    state = "unchanged, already published" if published.reused else "published"
+    out.print(f"snapshot {published.version} {state}: {len(published.files)} file(s) at {published.location}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,6 +16,7 @@ from hub.db import get_engine
 from hub.services.human.mturk.polling import poll_open_experiments
 from hub.services.judging import runs as judging_runs
 from hub.services.platform.outbox import drain
+from hub.services.publishing import snapshot
 from hub.services.statistics import irt_fits
 from hub.services.submissions.evaluation import EvaluationRun, stalled_submissions
 from hub.settings import get_settings
@@ -77,12 +78,20 @@ def judge_submission(run_id: int) -> str:
     return judging_runs.run_judging(get_engine(), get_storage(), run_id)
 
 
+def publish_snapshot() -> str | None:
+    """Publish the public snapshot to HUB_SNAPSHOT_URL (a folder or s3://bucket/prefix); its version, or None when
+    no target is set (the job is off)."""
+    target = get_settings().snapshot_url
+    return snapshot.publish_snapshot(target).version if target else None
+
+
 HANDLERS: dict[str, Callable[..., Any]] = {
     queue.EVALUATE_SUBMISSION: evaluate_submission,
     queue.REQUEUE_STALLED: requeue_stalled,
     queue.POLL_MTURK: poll_mturk,
     queue.REFIT_IRT: refit_irt,
     queue.REFIT_ALL_IRT: refit_all_irt,
+    queue.PUBLISH_SNAPSHOT: publish_snapshot,
     queue.JUDGE_SUBMISSION: judge_submission,
 }
 

@@ -25,8 +25,17 @@ REQUEUE_STALLED = "requeue_stalled"
 POLL_MTURK = "poll_mturk"
 REFIT_IRT = "refit_irt"
 REFIT_ALL_IRT = "refit_all_irt"
+PUBLISH_SNAPSHOT = "publish_snapshot"  # the public snapshot to HUB_SNAPSHOT_URL (off when empty)
 JUDGE_SUBMISSION = "judge_submission"  # a judging run (LLM judges, rubrics, function metrics) by run id
-JOB_NAMES = (EVALUATE_SUBMISSION, REQUEUE_STALLED, POLL_MTURK, REFIT_IRT, REFIT_ALL_IRT, JUDGE_SUBMISSION)
+JOB_NAMES = (
+    EVALUATE_SUBMISSION,
+    REQUEUE_STALLED,
+    POLL_MTURK,
+    REFIT_IRT,
+    REFIT_ALL_IRT,
+    JUDGE_SUBMISSION,
+    PUBLISH_SNAPSHOT,
+)
 
 # What the queue raises when it cannot take a job: Redis down or unreachable, the SQLite queue's file unwritable.
 QUEUE_ERRORS = (redis.exceptions.RedisError, sqlite3.Error, OSError)
@@ -86,6 +95,9 @@ def tasks() -> dict:
         REFIT_IRT: huey.task(retries=1, retry_delay=30, name=REFIT_IRT)(_runner(REFIT_IRT)),
         # Judgements arrive one task at a time; a refit every 10 minutes (only where they changed) is enough.
         REFIT_ALL_IRT: huey.periodic_task(crontab(minute="*/10"), name=REFIT_ALL_IRT)(_runner(REFIT_ALL_IRT)),
+        PUBLISH_SNAPSHOT: huey.periodic_task(_every_hours(get_settings().snapshot_every_hours), name=PUBLISH_SNAPSHOT)(
+            _runner(PUBLISH_SNAPSHOT)
+        ),
         JUDGE_SUBMISSION: huey.task(retries=1, retry_delay=30, name=JUDGE_SUBMISSION)(_runner(JUDGE_SUBMISSION)),
     }
 
@@ -93,6 +105,10 @@ def tasks() -> dict:
 def _every_minutes(seconds: int) -> str:
     minutes = max(1, round(seconds / 60))
     return "*" if minutes == 1 else f"*/{minutes}"
+
+
+def _every_hours(hours: int) -> crontab:
+    return crontab(minute="7", hour="3" if hours >= 24 else f"*/{hours}")  # daily at 03:07 UTC by default
 
 
 def enqueue(job_name: str, *args: Any) -> None:

@@ -59,6 +59,10 @@ class HubSettings(BaseSettings):
     mturk_sandbox: bool = Field(default=True, description="Use Mechanical Turk's sandbox (no money moves).")
     mturk_region: str = Field(default="us-east-1", description="Mechanical Turk's region (it has only this one).")
     mturk_poll_seconds: int = Field(default=300, description="How often the queue polls MTurk for assignments.")
+    snapshot_url: str = Field(
+        default="", description="Folder or s3://bucket/prefix the publish_snapshot job writes to; empty: job off."
+    )
+    snapshot_every_hours: int = Field(default=24, ge=1, le=24, description="How often publish_snapshot runs.")
     sweep_seconds: int = Field(
         default=15, ge=1, le=3600, description="How often `chateval worker` sends waiting jobs and retries lost ones."
     )

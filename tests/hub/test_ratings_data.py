@@ -121,12 +121,12 @@ def test_export_writes_every_download_and_a_manifest(hub_env, admin_user, baseli
     _rate(hub_env, experiment.id, "W9")
     result = run_cli("export", "--out", tmp_path / "snap")
     assert result.exit_code == 0, result.stderr
-    manifest = json.loads((tmp_path / "snap" / "manifest.json").read_text())
+    manifest = json.loads((tmp_path / "snap" / "latest" / "manifest.json").read_text())
     assert "ratings.jsonl" in manifest["files"] and "ratings.csv" in manifest["files"]
     import hashlib
 
     for name, sha in manifest["files"].items():
-        assert hashlib.sha256((tmp_path / "snap" / name).read_bytes()).hexdigest() == sha
+        assert hashlib.sha256((tmp_path / "snap" / "latest" / name).read_bytes()).hexdigest() == sha
     assert not [p for p in (tmp_path / "snap").iterdir() if p.name.startswith(".")]
 
 
@@ -157,8 +157,10 @@ def test_export_publishes_the_snapshot_to_s3(hub_env, admin_user, baselines, mon
         result = run_cli("export", "--s3", "s3://public-data/snapshots/latest")
         assert result.exit_code == 0, result.stderr
         keys = {o["Key"] for o in client.list_objects_v2(Bucket="public-data")["Contents"]}
-        assert "snapshots/latest/ratings.jsonl" in keys and "snapshots/latest/manifest.json" in keys
-        body = client.get_object(Bucket="public-data", Key="snapshots/latest/ratings.jsonl")["Body"].read().decode()
+        version = json.loads(client.get_object(Bucket="public-data", Key="snapshots/latest/latest.json")["Body"].read())
+        prefix = f"snapshots/latest/{version['version']}"
+        assert f"{prefix}/ratings.jsonl" in keys and f"{prefix}/manifest.json" in keys
+        body = client.get_object(Bucket="public-data", Key=f"{prefix}/ratings.jsonl")["Body"].read().decode()
         assert "W7" not in body and len(body.splitlines()) > 1
     finally:
         server.stop()

@@ -262,8 +262,10 @@ def _csv_value(value: Any) -> Any:
     return value
 
 
-def _jsonl(kind: str, rows: Iterator[Row]) -> Iterator[str]:
-    yield json.dumps({"schema_version": SCHEMA_VERSION, "kind": kind, "fields": list(FIELDS[kind])}) + "\n"
+def jsonl_chunks(kind: str, rows: Iterator[Row], fields: tuple[str, ...] | None = None) -> Iterator[str]:
+    """The JSONL download of `kind` (or of a table with these `fields`, as the snapshot's extra tables), in chunks."""
+    fields = FIELDS[kind] if fields is None else fields
+    yield json.dumps({"schema_version": SCHEMA_VERSION, "kind": kind, "fields": list(fields)}) + "\n"
     batch: list[str] = []
     for row in rows:
         batch.append(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
@@ -273,12 +275,14 @@ def _jsonl(kind: str, rows: Iterator[Row]) -> Iterator[str]:
     yield "".join(batch)
 
 
-def _csv(kind: str, rows: Iterator[Row]) -> Iterator[str]:
+def csv_chunks(kind: str, rows: Iterator[Row], fields: tuple[str, ...] | None = None) -> Iterator[str]:
+    """The CSV download of `kind` (or of a table with these `fields`), in chunks."""
+    fields = FIELDS[kind] if fields is None else fields
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(FIELDS[kind])
+    writer.writerow(fields)
     for count, row in enumerate(rows, start=1):
-        writer.writerow([_csv_value(row[name]) for name in FIELDS[kind]])
+        writer.writerow([_csv_value(row[name]) for name in fields])
         if count % BATCH == 0:
             yield buffer.getvalue()
             buffer.seek(0)
@@ -341,5 +345,5 @@ def open_export(engine: Engine, storage: Storage, filename: str) -> Export:
     never wait on a client: `chateval export`, spool_export)."""
     kind, fmt = parse_filename(filename)
     rows = _rows(engine, storage, kind)
-    chunks = _jsonl(kind, rows) if fmt == "jsonl" else _csv(kind, rows)
+    chunks = jsonl_chunks(kind, rows) if fmt == "jsonl" else csv_chunks(kind, rows)
     return Export(filename=f"chateval-{kind}.{fmt}", media_type=MEDIA_TYPES[fmt], chunks=chunks)

@@ -1,72 +1,132 @@
-"""`chateval export`: every public download written to a folder or published to an S3 bucket, as one snapshot.
+"""`chateval export` and the `publish_snapshot` job: a versioned public snapshot published to a folder or to S3, so
+that a reader never sees half of one.
 
-Each file is written whole to a temporary file first and only then renamed (or uploaded), so a failure never
-leaves a half-written file under its final name. A `manifest.json` lists the files with their sha256.
+Folder `DIR`: the snapshot is built in `DIR/.tmp-XXXX/`, renamed whole into `DIR/<version>/` (one rename), then the
+pointers move: `DIR/latest.json` (`{"version", "manifest", "manifest_sha256"}`, replaced atomically) and the symlink
+`DIR/latest` (replaced atomically). A failure leaves no `.tmp-` folder and the pointers where they were.
+
+S3 `s3://bucket/prefix`: the snapshot is built in a local temporary folder, then every file is uploaded under
+`prefix/<version>/`, `manifest.json` last: the manifest is the commit point (a version without one is unfinished,
+and readers ignore it), and `prefix/latest.json` is written only after it. Unchanged data has the same version:
+publishing it again writes nothing but the pointers.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
 import tempfile
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
 from hub.db import get_engine
-from hub.models.common import utcnow
-from hub.services.publishing import exports
+from hub.errors import BadRequest
+from hub.services.publishing.public_snapshot import Built, Progress, build
 from hub.settings import get_settings
 from hub.storage import get_storage, s3_client
 
-
-def _write(name: str, folder: Path) -> tuple[Path, str]:
-    export = exports.open_export(get_engine(), get_storage(), name)
-    digest = hashlib.sha256()
-    with tempfile.NamedTemporaryFile("wb", dir=folder, prefix=f".{name}.", delete=False) as handle:
-        for chunk in export.chunks:
-            data = chunk.encode("utf-8")
-            digest.update(data)
-            handle.write(data)
-    return Path(handle.name), digest.hexdigest()
+POINTER = "latest.json"
+MEDIA_TYPES = {
+    ".jsonl": "application/x-ndjson; charset=utf-8",
+    ".csv": "text/csv; charset=utf-8",
+    ".json": "application/json",
+    ".html": "text/html; charset=utf-8",
+    ".sqlite": "application/vnd.sqlite3",
+}
 
 
-def write_snapshot(
-    *, out_dir: Path | None = None, s3_url: str | None = None, progress: Callable[[str], None] | None = None
-) -> list[str]:
-    names = [f"{kind}.{fmt}" for kind in exports.FIELDS for fmt in exports.MEDIA_TYPES]
-    with tempfile.TemporaryDirectory() as scratch:
-        folder = out_dir if out_dir is not None else Path(scratch)
-        folder.mkdir(parents=True, exist_ok=True)
-        files: dict[str, str] = {}
-        staged: list[tuple[Path, str]] = []
-        for name in names:
-            path, sha = _write(name, folder)
-            staged.append((path, name))
-            files[name] = sha
-        manifest = {"schema_version": exports.SCHEMA_VERSION, "created_at": utcnow().isoformat(), "files": files}
-        manifest_path = folder / ".manifest.json.tmp"
-        manifest_path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-        staged.append((manifest_path, "manifest.json"))
-        if s3_url is not None:
-            _upload(staged, s3_url, progress)
-        else:
-            for path, name in staged:
-                path.replace(folder / name)
-                if progress:
-                    progress(name)
-    return [name for _, name in staged]
+@dataclass(frozen=True)
+class Published:
+    version: str
+    location: str  # the version's folder or s3:// prefix
+    files: list[str]
+    reused: bool  # the same version was there already (unchanged data): only the pointers were written
 
 
-def _upload(staged: list[tuple[Path, str]], s3_url: str, progress: Callable[[str], None] | None) -> None:
+def _pointer(built: Built, manifest_bytes: bytes) -> bytes:
+    pointer = {
+        "version": built.version,
+        "manifest": f"{built.version}/manifest.json",
+        "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(),
+    }
+    return (json.dumps(pointer, indent=2, sort_keys=True) + "\n").encode("utf-8")
+
+
+def _replace_file(path: Path, data: bytes) -> None:
+    staged = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    staged.write_bytes(data)
+    staged.replace(path)
+
+
+def _replace_symlink(path: Path, target: str) -> None:
+    staged = path.with_name(f".{path.name}.{os.getpid()}.link")
+    staged.unlink(missing_ok=True)
+    staged.symlink_to(target, target_is_directory=True)
+    staged.replace(path)
+
+
+def publish_to_folder(root: Path, progress: Progress | None = None) -> Published:
+    root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
+    try:
+        staging.chmod(0o755)  # a public folder (mkdtemp makes it private)
+        built = build(get_engine(), get_storage(), staging, progress)
+        final = root / built.version
+        reused = final.exists()
+        if not reused:
+            try:
+                staging.replace(final)  # the whole snapshot appears at once
+            except OSError:
+                if not final.exists():
+                    raise
+                reused = True  # another export of the same data published it first
+        manifest_bytes = (final / "manifest.json").read_bytes()
+        _replace_file(root / POINTER, _pointer(built, manifest_bytes))
+        _replace_symlink(root / "latest", built.version)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return Published(built.version, str(final), built.files, reused)
+
+
+def _bucket_prefix(s3_url: str) -> tuple[str, str]:
     parsed = urlparse(s3_url)
     if parsed.scheme != "s3" or not parsed.netloc:
-        raise ValueError(f"expected s3://bucket/prefix, not {s3_url!r}")
-    prefix = parsed.path.strip("/")
+        raise BadRequest(f"expected s3://bucket/prefix, not {s3_url!r}", field="out")
+    return parsed.netloc, parsed.path.strip("/")
+
+
+def publish_to_s3(s3_url: str, progress: Progress | None = None) -> Published:
+    bucket, prefix = _bucket_prefix(s3_url)
     client = s3_client(get_settings().s3_endpoint_url)
-    for path, name in staged:  # the manifest goes last: readers who see it see every file it lists
-        key = f"{prefix}/{name}" if prefix else name
-        client.upload_file(str(path), parsed.netloc, key)
-        path.unlink()
-        if progress:
-            progress(f"s3://{parsed.netloc}/{key}")
+
+    def key(name: str) -> str:
+        return f"{prefix}/{name}" if prefix else name
+
+    with tempfile.TemporaryDirectory(prefix="chateval-snapshot-") as scratch:
+        folder = Path(scratch)
+        built = build(get_engine(), get_storage(), folder, progress)
+        manifest_key = key(f"{built.version}/manifest.json")
+        reused = "Contents" in client.list_objects_v2(Bucket=bucket, Prefix=manifest_key, MaxKeys=1)
+        if not reused:
+            for done, name in enumerate(built.files):  # manifest.json last: the commit point
+                if progress:
+                    progress(f"upload {name}", done, len(built.files))
+                extra = {"ContentType": MEDIA_TYPES.get(Path(name).suffix, "application/octet-stream")}
+                client.upload_file(str(folder / name), bucket, key(f"{built.version}/{name}"), ExtraArgs=extra)
+        manifest_bytes = (folder / "manifest.json").read_bytes()
+        client.put_object(
+            Bucket=bucket, Key=key(POINTER), Body=_pointer(built, manifest_bytes), ContentType=MEDIA_TYPES[".json"]
+        )
+    return Published(built.version, f"s3://{bucket}/{key(built.version)}", built.files, reused)
+
+
+def publish_snapshot(target: str, progress: Progress | None = None) -> Published:
+    """Publish a snapshot of the public data to a folder path or an s3://bucket/prefix URL."""
+    if target.startswith("s3://"):
+        return publish_to_s3(target, progress)
+    if "://" in target:
+        raise BadRequest(f"expected a folder or s3://bucket/prefix, not {target!r}", field="out")
+    return publish_to_folder(Path(target), progress)
