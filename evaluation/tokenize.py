@@ -60,14 +60,15 @@ class RecentResults:
         return value
 
 
-def _tokenize(texts: Sequence[str], name: str, lowercase: bool) -> list[list[str]]:
+def tokenize_texts(texts: Sequence[str], name: str, lowercase: bool = False) -> list[list[str]]:
+    """Token lists for `texts`, computed afresh (metrics encode a chunk of lines at a time with it)."""
     if name == "13a":
         return tokenize_13a_batch(texts, lowercase)
     tokenizer = get_tokenizer(name, lowercase)
     return [tokenizer(text) for text in texts]
 
 
-_recent_tokenizations = RecentResults(_tokenize)
+_recent_tokenizations = RecentResults(tokenize_texts)
 
 
 def tokenize_all(texts: Sequence[str], name: str, lowercase: bool = False) -> list[list[str]]:

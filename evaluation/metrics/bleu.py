@@ -18,6 +18,7 @@ from evaluation.tokenize import OWN_TOKENIZERS, get_tokenizer
 
 SMOOTH_METHODS = {"none": None, "floor": 0.1, "add-k": 1, "exp": None}  # sacrebleu's default values
 MY_LOG_ZERO = -9999999999  # what sacrebleu.utils.my_log returns for 0
+CHUNK_PROMPTS = 20_000  # prompts whose n-gram statistics are computed at once (~100 MB of arrays)
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,23 @@ class Bleu(Metric):
 
     def compute(self, inputs: MetricInputs, *, progress: Progress | None = None) -> MetricResult:
         config: BleuConfig = self.config
-        stats = sentence_statistics(inputs.responses, inputs.references, config, progress=progress)
+        n = len(inputs.responses)
+        # A prompt's statistics depend on its own sentences only: chunks of prompts bound the n-gram arrays.
+        chunks = []
+        for start in range(0, n, CHUNK_PROMPTS):
+            stop = min(start + CHUNK_PROMPTS, n)
+            chunks.append(sentence_statistics(inputs.responses[start:stop], inputs.references[start:stop], config))
+            if progress:
+                progress(stop, n)
+        stats = [np.concatenate(parts) for parts in zip(*chunks, strict=True)] if chunks else _no_statistics(config)
         scores = bleu_from_statistics(*stats, config=config, smooth_value=self.resolved_smooth_value)
         scores *= config.scale / 100.0
         return self.result(float(scores.mean()) if len(scores) else 0.0, scores.tolist())
+
+
+def _no_statistics(config: BleuConfig) -> list[np.ndarray]:
+    empty = np.zeros(0, dtype=np.int64)
+    return [empty, empty, np.zeros((0, config.n), dtype=np.int64), np.zeros((0, config.n), dtype=np.int64)]
 
 
 def sentence_statistics(responses, references, config: BleuConfig, *, progress: Progress | None = None):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from evaluation.metrics.base import Metric, MetricCard, MetricInputs, MetricResult, Progress
-from evaluation.metrics.ngrams import encode_texts, ngram_codes
+from evaluation.metrics.ngrams import encode_texts, ngram_codes, sorted_unique
 from evaluation.metrics.registry import register
 from evaluation.tokenize import get_tokenizer
 
@@ -51,7 +51,7 @@ class Distinct(Metric):
         _, codes = np.unique(codes, return_inverse=True)
         distinct_total = int(codes.max()) + 1 if codes.size else 0
         # Distinct n-grams within each response: unique (segment, code) pairs, counted per segment.
-        pairs = np.unique(segments * max(distinct_total, 1) + codes)
+        pairs = sorted_unique(segments * max(distinct_total, 1) + codes)
         per_segment = np.bincount(pairs // max(distinct_total, 1), minlength=len(corpus.lengths))
         lengths = corpus.lengths
         per_prompt = np.divide(per_segment, lengths, out=np.zeros(len(lengths)), where=lengths > 0)

@@ -14,7 +14,7 @@ from evaluation.metrics.ngrams import EncodedCorpus, encode_texts
 from evaluation.metrics.registry import register
 from evaluation.tokenize import get_tokenizer
 
-CHUNK_ROWS = 20_000  # rows of float64 sums held at once: 20,000 x 300 x 8 bytes = 48 MB
+CHUNK_ROWS = 2_000  # prompts at once: sums of their responses and references, 6,000 x 300 x 8 bytes = 14 MB
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from itertools import chain
 
 import numpy as np
 
-from evaluation.tokenize import RecentResults, tokenize_all
+from evaluation.tokenize import RecentResults, tokenize_texts
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,16 @@ class EncodedCorpus:
 
 def encode(token_lists: Sequence[Sequence[str]]) -> EncodedCorpus:
     """Map tokens to ids (in order of first appearance); the loops run in C (chain, dict, map)."""
+    vocab: dict[str, int] = {}
+    return _encode_into(token_lists, vocab)
+
+
+def _encode_into(token_lists: Sequence[Sequence[str]], vocab: dict[str, int]) -> EncodedCorpus:
+    """Encode with `vocab`, adding new tokens to it."""
     flat = list(chain.from_iterable(token_lists))
-    vocab = {word: index for index, word in enumerate(dict.fromkeys(flat))}
+    for word in dict.fromkeys(flat):
+        if word not in vocab:
+            vocab[word] = len(vocab)
     ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
     lengths = np.fromiter(map(len, token_lists), dtype=np.int64, count=len(token_lists))
     return EncodedCorpus(ids=ids, lengths=lengths, vocab=vocab)
@@ -76,8 +84,27 @@ def ngram_codes(corpus: EncodedCorpus, n: int, radix: int) -> tuple[np.ndarray, 
     return codes[valid], segments[:count][valid]
 
 
+ENCODE_CHUNK = 5_000
+"""Lines tokenised at once: their token strings (about 60 bytes each) exist only while their chunk is encoded."""
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique(values) by sorting: numpy 2.4's hash table (plain np.unique of integers) is 30 times slower on
+    (segment, n-gram) keys of a million tokens."""
+    ordered = np.sort(values)
+    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
+
+
 def _encode_texts(texts: Sequence[str], tokenizer: str, lowercase: bool) -> EncodedCorpus:
-    return encode(tokenize_all(texts, tokenizer, lowercase))
+    vocab: dict[str, int] = {}
+    parts = [
+        _encode_into(tokenize_texts(texts[start : start + ENCODE_CHUNK], tokenizer, lowercase), vocab)
+        for start in range(0, len(texts), ENCODE_CHUNK)
+    ]
+    if not parts:
+        return encode([])
+    ids = np.concatenate([part.ids for part in parts])
+    return EncodedCorpus(ids=ids, lengths=np.concatenate([part.lengths for part in parts]), vocab=vocab)
 
 
 encode_texts = RecentResults(_encode_texts)
