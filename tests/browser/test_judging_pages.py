@@ -30,10 +30,13 @@ def judged_site(hub_env, people, baselines, monkeypatch):  # noqa: F811 (the imp
         yield f"http://{host}:{port}", hub
 
 
-def _shot(page, name: str) -> None:
+def _shot(page, name: str, at=None) -> None:
+    """A screenshot of the viewport (scrolled to `at`, a locator, when given)."""
     folder = os.environ.get("HUB_SCREENSHOT_DIR")
     if folder:
-        page.screenshot(path=str(Path(folder) / f"judging-{name}.png"), full_page=True)
+        if at is not None:
+            at.scroll_into_view_if_needed()
+        page.screenshot(path=str(Path(folder) / f"judging-{name}.png"))
 
 
 def test_the_judging_pages_render_in_chromium(browser, judged_site):
@@ -48,7 +51,8 @@ def test_the_judging_pages_render_in_chromium(browser, judged_site):
     assert page.locator("th.judging").count() == 2  # the rubric column and the judge's win rate
     card_link = page.locator(f'a[href="/judges/{DATASET}#judge-{hub["judge_id"]}"]').first
     assert card_link.is_visible()
-    _shot(page, "leaderboard")
+    page.evaluate("document.querySelector('.table-wrap').scrollLeft = 100000")  # the judging columns come last
+    _shot(page, "leaderboard", page.locator("th.judging").last)
 
     card_link.click()
     page.wait_for_url(f"**/judges/{DATASET}*")
@@ -66,7 +70,7 @@ def test_the_judging_pages_render_in_chromium(browser, judged_site):
     grades.locator("summary").click()
     assert grades.locator("tbody tr").first.is_visible()
     assert "EXPLAINED:" in grades.inner_text()
-    _shot(page, "profile")
+    _shot(page, "profile", grades)
 
     page.goto(f"{url}/login?next=/admin/judging")
     page.fill('input[name="email"]', "admin@example.org")
