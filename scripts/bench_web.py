@@ -1,0 +1,260 @@
+"""Benchmark: the public pages at cache speed, against a trivial endpoint of the same app in the same run.
+
+For each database (SQLite, PostgreSQL in a fresh database) and each number of uvicorn workers (1, 2):
+1. seeds a database (bulk inserts, seconds): `--datasets` synthetic datasets of `--prompts` prompts, `--systems`
+   public systems each evaluated on every dataset (responses in storage, 4 scores), `--ratings` crowd judgements in
+   closed experiments between simulated systems (3 raters per prompt, outcomes from known abilities), and an IRT
+   fit of every dataset (`--bootstrap` resamples);
+2. starts `uvicorn hub.web.app:create_app --factory --workers N` as users run it (scripts/bench_ratings.Server);
+3. measures requests/s and p50/p99 at `--connections` concurrent clients with wrk (`apt-get install -y wrk`; else
+   an asyncio httpx load generator in a separate process), `--seconds` per page, anonymous visitors: a static file
+   (the trivial endpoint), the overview, a leaderboard, a profile, a statistics page, the experiments list, a
+   comparison page and two downloads, each page once warm (the first request builds it, untimed);
+4. the first view after a write: an admin excludes a rater through the API, and the experiment's JSON is polled
+   until the exclusion shows (the time from the write's answer to the first fresh view).
+
+Targets (reported, not asserted): every public page >= 25% of the trivial endpoint's throughput, p99 < 100 ms;
+the first view after a write within 1 s.
+Usage: python scripts/bench_web.py [--db sqlite|postgres|both] [--workers 1,2] [--systems 500] [--datasets 5]
+       [--prompts 200] [--ratings 100000] [--seconds 10] [--connections 50] [--bootstrap 20]
+Quick run for development: --systems 50 --ratings 5000 --seconds 3 --workers 1 --db sqlite
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+for path in (ROOT, ROOT / "scripts"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+import httpx  # noqa: E402
+from bench_ratings import Server, free_port, fresh_database, server_environment, use_environment  # noqa: E402
+from bench_web_seed import seed, write_datasets  # noqa: E402
+
+TRIVIAL = "/static/app.css"
+RATIO_TARGET, P99_TARGET_MS, FRESH_TARGET_S = 0.25, 100.0, 1.0
+
+
+# ---- load ---------------------------------------------------------------------------------------------------
+
+WRK_LATENCY = re.compile(r"^\s+(50|99)(?:\.0+)?%\s+([\d.]+)(us|ms|s)\s*$", re.M)
+UNITS_MS = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+
+
+def run_wrk(url: str, seconds: float, connections: int) -> dict:
+    command = [
+        "wrk",
+        "-t2",
+        f"-c{connections}",
+        f"-d{max(1, round(seconds))}s",
+        "--latency",
+        "-H",
+        "Accept: text/html",
+        url,
+    ]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    latency = {q: float(v) * UNITS_MS[u] for q, v, u in WRK_LATENCY.findall(out)}
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    timeouts = re.search(r"timeout (\d+)", out)
+    return {
+        "rps": rate,
+        "p50_ms": latency.get("50", float("nan")),
+        "p99_ms": latency.get("99", float("nan")),
+        "errors": int(errors.group(1)) if errors else 0,
+        "timeouts": int(timeouts.group(1)) if timeouts else 0,
+    }
+
+
+LOADGEN = r"""
+import asyncio, json, sys, time
+import httpx
+
+async def main(url, seconds, connections):
+    latencies, errors = [], 0
+    deadline = time.perf_counter() + seconds
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    async with httpx.AsyncClient(limits=limits, timeout=30, headers={"Accept": "text/html"}) as client:
+        async def worker():
+            nonlocal errors
+            while time.perf_counter() < deadline:
+                start = time.perf_counter()
+                try:
+                    reply = await client.get(url)
+                    await reply.aread()
+                    errors += reply.status_code >= 400
+                except httpx.HTTPError:
+                    errors += 1
+                latencies.append(time.perf_counter() - start)
+        await asyncio.gather(*(worker() for _ in range(connections)))
+    latencies.sort()
+    pick = lambda q: 1000 * latencies[min(len(latencies) - 1, int(q * len(latencies)))]
+    print(json.dumps({"rps": len(latencies) / seconds, "p50_ms": pick(0.5), "p99_ms": pick(0.99),
+                      "errors": errors, "timeouts": 0}))
+
+asyncio.run(main(sys.argv[1], float(sys.argv[2]), int(sys.argv[3])))
+"""
+
+
+def run_httpx(url: str, seconds: float, connections: int) -> dict:
+    """The fallback load generator, in its own process (so it does not share this one's interpreter)."""
+    command = [sys.executable, "-c", LOADGEN, url, str(seconds), str(connections)]
+    return json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+
+
+def measure(base: str, pages: dict[str, str], args: argparse.Namespace) -> dict[str, dict]:
+    load = run_wrk if shutil.which("wrk") else run_httpx
+    results = {}
+    for label, path in pages.items():
+        warm = httpx.get(base + path, headers={"Accept": "text/html"}, timeout=300)
+        if warm.status_code != 200:
+            raise RuntimeError(f"{path} answered {warm.status_code}: {warm.text[:300]}")
+        results[label] = {**load(base + path, args.seconds, args.connections), "bytes": len(warm.content)}
+        print(f"  {label:<22} {results[label]['rps']:8.0f} req/s  p99 {results[label]['p99_ms']:7.1f} ms", flush=True)
+    return results
+
+
+def first_fresh_view(base: str, token: str, experiment_id: int, rater_id: int) -> float:
+    """Seconds from an admin's write (excluding a rater) until the experiment's public JSON shows it."""
+    url = f"{base}/api/experiments/{experiment_id}"
+    before = httpx.get(url, timeout=60).json()["summary"]["n"]
+    write = httpx.post(
+        f"{base}/api/raters/{rater_id}/exclusion",
+        json={"excluded": True, "reason": "bench"},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+    )
+    write.raise_for_status()
+    written = time.perf_counter()
+    while time.perf_counter() - written < 30:
+        if httpx.get(url, timeout=60).json()["summary"]["n"] != before:
+            return time.perf_counter() - written
+        time.sleep(0.01)
+    return float("inf")
+
+
+# ---- one database, every worker count ---------------------------------------------------------------------
+
+
+def bench_database(kind: str, args: argparse.Namespace, folder: Path) -> list[dict]:
+    rows = []
+    datasets_dir = folder / "datasets"
+    datasets = write_datasets(datasets_dir, args.datasets, args.prompts)
+    with fresh_database(kind, folder) as url:
+        env = {**server_environment(folder, url), "CHATEVAL_DATASET_DIRS": json.dumps([str(datasets_dir)])}
+        os.environ["CHATEVAL_DATASET_DIRS"] = env["CHATEVAL_DATASET_DIRS"]
+        use_environment(env)
+        from evaluation.settings import get_settings
+
+        get_settings.cache_clear()
+        seeded = seed(args, datasets)
+        first = datasets[0]
+        pages = {
+            "trivial (static file)": TRIVIAL,
+            "overview": "/",
+            "overview JSON": "/api/overview",
+            "leaderboard": f"/leaderboards/{first}",
+            "leaderboard JSON": f"/api/leaderboards/{first}",
+            "profile": "/systems/1",
+            "statistics (IRT)": f"/irt/{first}",
+            "experiments list": "/experiments",
+            "comparison": f"/compare/{first}?systems=1,2,3,4,5",
+            "download systems.csv": "/api/downloads/systems.csv",
+            "download ratings.jsonl": "/api/downloads/ratings.jsonl",
+        }
+        for workers in args.workers:
+            server = Server(env, free_port(), workers, folder / f"server-{kind}-{workers}.log")
+            server.start()
+            try:
+                server.wait_ready()
+                time.sleep(2 if workers > 1 else 0)  # every worker up
+                print(f"{kind}, {workers} worker(s):", flush=True)
+                results = measure(server.base_url, pages, args)
+                fresh = first_fresh_view(server.base_url, seeded["token"], seeded["experiment_id"], seeded["rater_id"])
+                for label, result in results.items():
+                    rows.append({"db": kind, "workers": workers, "page": label, **result})
+                rows.append({"db": kind, "workers": workers, "page": "first view after a write", "fresh_s": fresh})
+                reset = httpx.post(
+                    f"{server.base_url}/api/raters/{seeded['rater_id']}/exclusion",
+                    json={"excluded": False},
+                    headers={"Authorization": f"Bearer {seeded['token']}"},
+                    timeout=60,
+                )
+                reset.raise_for_status()
+            finally:
+                server.stop()
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    print()
+    print(f"{'db':<9}{'w':>2}  {'page':<26}{'req/s':>9}{'ratio':>8}{'p50 ms':>9}{'p99 ms':>9}{'err':>6}  verdict")
+    trivial = {}
+    for row in rows:
+        key = (row["db"], row["workers"])
+        if row["page"].startswith("trivial"):
+            trivial[key] = row["rps"]
+        if "fresh_s" in row:
+            ok = row["fresh_s"] <= FRESH_TARGET_S
+            print(
+                f"{row['db']:<9}{row['workers']:>2}  {row['page']:<26}{'':>9}{'':>8}{row['fresh_s'] * 1000:>9.0f}"
+                f"{'':>9}{'':>6}  {'ok' if ok else 'MISSED'} (< {FRESH_TARGET_S:.0f} s)"
+            )
+            continue
+        ratio = row["rps"] / trivial[key]
+        ok = row["page"].startswith("trivial") or (ratio >= RATIO_TARGET and row["p99_ms"] < P99_TARGET_MS)
+        errors = row["errors"] + row["timeouts"]
+        print(
+            f"{row['db']:<9}{row['workers']:>2}  {row['page']:<26}{row['rps']:>9.0f}{ratio:>8.2f}"
+            f"{row['p50_ms']:>9.1f}{row['p99_ms']:>9.1f}{errors:>6}  {'ok' if ok and not errors else 'MISSED'}"
+        )
+    print(f"\ntargets: ratio >= {RATIO_TARGET}, p99 < {P99_TARGET_MS:.0f} ms; first view after a write < 1 s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", choices=("sqlite", "postgres", "both"), default="both")
+    parser.add_argument("--workers", default="1,2", help="comma-separated uvicorn worker counts")
+    parser.add_argument("--systems", type=int, default=500)
+    parser.add_argument("--datasets", type=int, default=5)
+    parser.add_argument("--prompts", type=int, default=200)
+    parser.add_argument("--ratings", type=int, default=100_000)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--connections", type=int, default=50)
+    parser.add_argument("--bootstrap", type=int, default=20, help="IRT bootstrap resamples when seeding")
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    args = parser.parse_args(argv)
+    args.workers = [int(w) for w in args.workers.split(",")]
+    for name, low, high in (("systems", 6, 10_000), ("datasets", 1, 50), ("prompts", 10, 10_000)):
+        if not low <= getattr(args, name) <= high:
+            parser.error(f"--{name} must be within {low}..{high}")
+    if (
+        not 1 <= args.ratings <= 10_000_000
+        or not 1 <= args.connections <= 1000
+        or not all(1 <= w <= 16 for w in args.workers)
+    ):
+        parser.error("--ratings 1..10,000,000, --connections 1..1000, --workers 1..16 each")
+    print("load generator:", "wrk" if shutil.which("wrk") else "httpx (asyncio, separate process)", flush=True)
+    rows = []
+    for kind in ("sqlite", "postgres") if args.db == "both" else (args.db,):
+        with tempfile.TemporaryDirectory(prefix=f"bench-web-{kind}-") as folder:
+            rows += bench_database(kind, args, Path(folder))
+    print_table(rows)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
