@@ -5,13 +5,14 @@ processes and two web processes (`chateval serve --no-embedded-worker`), each he
 
     scripts/run_cluster.sh up                # start, print the URLs, run until Ctrl-C, then clean everything up
     scripts/run_cluster.sh start; ... stop   # the same in the background; `stop` reads the state in --dir
+                                             # (the command line is scripts/cluster_cli.py)
 
 The tests (tests/cluster/) drive the same `Cluster` class and inject faults through it: kill a worker, restart
 Redis, cut the S3 endpoint the hub sees."""
 
 from __future__ import annotations
 
-import argparse
+import functools
 import json
 import os
 import secrets
@@ -239,7 +240,7 @@ class Cluster:
             webs.append((self._add(f"web-{number}", command), url))
             webs[-1][0].start()
         for web, url in webs:
-            wait(web.name, lambda url=url: http_ok(f"{url}/static/app.css"), 300, web.log)
+            wait(web.name, functools.partial(http_ok, f"{url}/static/app.css"), 300, web.log)
             progress(f"{web.name} {url}")
         self.save()
 
@@ -249,13 +250,12 @@ class Cluster:
         workers = [self._add(f"worker-{number}", [str(BIN / "chateval"), "worker"]) for number in numbers]
         for worker in workers:
             worker.start()
+
+        def listening_at_least(count: int) -> bool:
+            return all(w.alive() for w in workers) and self.queue_listeners() >= listening + count
+
         for count, worker in enumerate(workers, start=1):
-            wait(
-                worker.name,
-                lambda count=count: all(w.alive() for w in workers) and self.queue_listeners() >= listening + count,
-                300,
-                worker.log,
-            )
+            wait(worker.name, functools.partial(listening_at_least, count), 300, worker.log)
             progress(worker.name)
         self.save()
         return workers
@@ -379,77 +379,3 @@ class Cluster:
             f"settings: set -a; . {self.root / 'cluster.env'}; set +a   # then e.g. chateval admin create-user ...",
         ]
         return "\n".join(lines)
-
-
-def _start(args) -> Cluster:
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn
-
-    ports = tuple(int(p) for p in args.web_ports.split(","))
-    cluster = Cluster(Path(args.dir), web_ports=ports, workers=args.workers, redis_url=args.redis_url)
-    if (cluster.root / STATE).exists():
-        sys.exit(
-            f"a cluster's state is in {cluster.root / STATE}: `scripts/run_cluster.sh stop --dir {args.dir}` first"
-        )
-    steps = 4 + args.workers + len(ports)
-    with Progress(TextColumn("{task.description}"), BarColumn(), console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("starting", total=steps)
-        try:
-            cluster.start(lambda name: bar.update(task, advance=1, description=f"started {name}"))
-        except BaseException:
-            cluster.stop()
-            raise
-    print(cluster.describe(), flush=True)
-    return cluster
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["up", "start", "stop", "status"])
-    parser.add_argument("--dir", default=str(DEFAULT_DIR), help="state, logs and data of the cluster")
-    parser.add_argument("--web-ports", default="8001,8002", help="ports of the web processes (0: any free port)")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--redis-url", default="", help="use this Redis instead of starting one")
-    args = parser.parse_args(argv)
-    root = Path(args.dir)
-    if args.command == "stop":
-        if not (root / STATE).exists():
-            print(f"no cluster state in {root}", file=sys.stderr)
-            return 0
-        Cluster.load(root).stop()
-        print("stopped: every process ended, database dropped", file=sys.stderr)
-        return 0
-    if args.command == "status":
-        if not (root / STATE).exists():
-            print(f"no cluster state in {root}")
-            return 1
-        cluster = Cluster.load(root)
-        for part in cluster.parts.values():
-            print(f"{part.name:10} pid {part.pid:<8} {'running' if part.alive() else 'GONE'}")
-        return 0 if all(part.alive() for part in cluster.parts.values()) else 1
-    cluster = _start(args)
-    if args.command == "start":
-        return 0
-    stopping = []
-
-    def stop(signum, frame) -> None:
-        stopping.append(signum)
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
-    print("running; Ctrl-C stops everything", file=sys.stderr, flush=True)
-    try:
-        while not stopping:
-            gone = [name for name, part in cluster.parts.items() if not part.alive()]
-            if gone:
-                print(f"{', '.join(gone)} stopped on its own; see {root / 'logs'}", file=sys.stderr)
-                return 1
-            time.sleep(0.5)
-    finally:
-        cluster.stop()
-        print("stopped: every process ended, database dropped", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

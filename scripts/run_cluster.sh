@@ -7,7 +7,8 @@
 #   scripts/run_cluster.sh status|stop [--dir DIR]
 #
 # PostgreSQL: HUB_CLUSTER_POSTGRES_URL (default postgresql+psycopg2://postgres@127.0.0.1:5432/postgres) names the
-# server's admin database, in which a database is made per run and dropped by stop. The work is in scripts/local_cluster.py.
+# server's admin database, in which a database is made per run and dropped by stop.
+# The work is in scripts/local_cluster.py; its command line is scripts/cluster_cli.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-.venv/bin/python}"
@@ -18,4 +19,4 @@ fi
 command="${1:-up}"
 shift || true
 # exec: Ctrl-C and SIGTERM reach the Python helper, whose handler stops every process and drops the database.
-exec "$PYTHON" scripts/local_cluster.py "$command" "$@"
+exec "$PYTHON" scripts/cluster_cli.py "$command" "$@"
