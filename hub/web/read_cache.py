@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import threading
 from collections.abc import Awaitable, Callable
 from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any, TypeVar
@@ -31,6 +32,11 @@ VARY = "Cookie, Authorization"  # signed-in visitors get other answers at the sa
 DROPPED_HEADERS = frozenset(
     {"content-length", "content-type", "set-cookie", "etag", "last-modified", "cache-control", "vary"}
 )
+
+
+# One build per page at a time in a process: after a write, a burst of visitors waits for the first one's build
+# instead of all building the same page (striped locks: bounded, whatever the keys).
+_BUILDS = [threading.Lock() for _ in range(64)]
 
 
 def _key(name: str, request: Request) -> str:
@@ -100,13 +106,15 @@ def _respond(request: Request, key: str, version: Version, build: Callable[[], R
     if _not_modified(request, _etag(key, version), version):
         return Response(status_code=304, headers=_validators(key, version))
     page = PAGES.get(key, version)
-    if page is not None:
-        return _serve(key, version, page)
-    response = build()
-    page = _keep(response)
     if page is None:
-        return response
-    PAGES.put(key, version, page)
+        with _BUILDS[hash(key) % len(_BUILDS)]:
+            page = PAGES.get(key, version)  # built meanwhile by the request this one waited for
+            if page is None:
+                response = build()
+                page = _keep(response)
+                if page is None:
+                    return response
+                PAGES.put(key, version, page)
     return _serve(key, version, page)
 
 
