@@ -28,7 +28,15 @@ from sqlmodel import Session
 
 import evaluation
 from hub.services.publishing import exports
-from hub.services.publishing.snapshot_tables import INDEXED, Row, Table, column_note, column_type, tables
+from hub.services.publishing.snapshot_tables import (
+    INDEXED,
+    JSON_COLUMNS,
+    Row,
+    Table,
+    column_note,
+    column_type,
+    tables,
+)
 from hub.storage import Storage
 
 SNAPSHOT_FORMAT = 1  # this layout: files, manifest fields, SQLite tables
@@ -87,10 +95,16 @@ class _SqliteTable:
         database.execute(f'CREATE TABLE "{table.name}" ({columns})')
         marks = ", ".join("?" for _ in table.fields)
         self.insert = f'INSERT INTO "{table.name}" VALUES ({marks})'
-        self.batch: list[tuple[Any, ...]] = []
+        self.batch: list[list[Any]] = []
+        # Only lists and objects need converting (to JSON text); sqlite3 stores booleans as 0/1 itself.
+        self.json_columns = [i for i, name in enumerate(table.fields) if name in JSON_COLUMNS]
 
     def add(self, row: Row) -> None:
-        self.batch.append(tuple(_sqlite_value(row[name]) for name in self.table.fields))
+        values = [row[name] for name in self.table.fields]
+        for i in self.json_columns:
+            if values[i] is not None:
+                values[i] = json.dumps(values[i], ensure_ascii=False)
+        self.batch.append(values)
         if len(self.batch) >= exports.BATCH:
             self.flush()
 
@@ -102,12 +116,6 @@ class _SqliteTable:
         for name in INDEXED:
             if name in self.table.fields:
                 self.database.execute(f'CREATE INDEX "{self.table.name}_{name}" ON "{self.table.name}" ("{name}")')
-
-
-def _sqlite_value(value: Any) -> Any:
-    if isinstance(value, list | dict):
-        return json.dumps(value, ensure_ascii=False)
-    return int(value) if isinstance(value, bool) else value
 
 
 class _Sha256File:
