@@ -40,3 +40,16 @@ class ConfigurationError(EvaluationError):
     """A metric cannot run as configured (e.g. no word vectors given for embedding-average)."""
 
     exit_code = 5
+
+
+class NetworkError(EvaluationError):
+    """A server could not be reached or failed to answer: a dataset download (`chateval datasets fetch`) or the hub
+    (`chateval submit`: connection refused, time-out, no hub at the address, 5xx, busy). Trying again later may work."""
+
+    exit_code = 8
+
+
+class CredentialsRefused(EvaluationError):
+    """The hub refused the API token (HTTP 401/403): unknown, revoked, or the account is disabled."""
+
+    exit_code = 9

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import http.client
 import shutil
 import tempfile
 import urllib.parse
@@ -12,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from evaluation.dataset import Dataset, load_dataset_dir
-from evaluation.errors import ConfigurationError, InvalidInputError, NotFoundError
+from evaluation.errors import InvalidInputError, NetworkError, NotFoundError
 from evaluation.settings import REPO_DATASETS, get_settings
 from evaluation.text_import import import_text
 
@@ -63,15 +64,31 @@ def _source_url(remote: RemoteFile, mirror: str | None) -> str:
 
 
 def download(remote: RemoteFile, target: Path, *, mirror: str | None = None, timeout: float = 60) -> Path:
+    """Copy one remote file to `target`. A local mirror folder without the file is NotFoundError (exit 4); a server
+    that cannot be reached, times out, drops the connection or answers an HTTP error is NetworkError (exit 8)."""
     url = _source_url(remote, mirror)
     digest = hashlib.sha256()
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response, target.open("wb") as handle:
-            for block in iter(lambda: response.read(1 << 16), b""):
+    with target.open("wb") as handle:
+        try:
+            response = urllib.request.urlopen(url, timeout=timeout)
+        except (OSError, http.client.HTTPException) as exc:  # URLError and HTTPError are OSErrors
+            if url.startswith("file:"):
+                raise NotFoundError(f"could not read {url}: {exc}") from exc
+            raise NetworkError(f"could not download {url}: {exc}") from exc
+        with response:
+            expected, received = response.headers.get("Content-Length", ""), 0
+            while True:
+                try:
+                    block = response.read(1 << 16)
+                except (OSError, http.client.HTTPException) as exc:  # reset, timed out or cut short mid-file
+                    raise NetworkError(f"download of {url} broke off: {exc}") from exc
+                if not block:
+                    break
+                received += len(block)
                 digest.update(block)
                 handle.write(block)
-    except OSError as exc:
-        raise ConfigurationError(f"could not download {url}: {exc}") from exc
+    if expected.isdigit() and received < int(expected):  # urllib ends a short body quietly
+        raise NetworkError(f"download of {url} broke off after {received:,} of {int(expected):,} bytes")
     if digest.hexdigest() != remote.sha256:
         raise InvalidInputError(
             f"checksum mismatch for {url}: expected sha256 {remote.sha256}, got {digest.hexdigest()}"

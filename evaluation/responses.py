@@ -19,21 +19,38 @@ def detect_format(name: str | Path, fmt: ResponseFormat) -> Literal["text", "jso
     return "jsonl" if str(name).lower().endswith((".jsonl", ".ndjson")) else "text"
 
 
-def parse_responses(data: bytes, *, dataset: Dataset, name: str | Path, fmt: ResponseFormat = "auto") -> list[str]:
-    """Validate a response file against a dataset and return the responses in the dataset's prompt order."""
+ALLOW_EMPTY_HINT = "if empty responses are meant, say so: --allow-empty (on the hub: allow_empty)"
+ALLOW_EMPTY_HELP = "Blank lines in a text response file are meant: empty responses (else refused by line)."
+
+
+def parse_responses(
+    data: bytes, *, dataset: Dataset, name: str | Path, fmt: ResponseFormat = "auto", allow_empty: bool = False
+) -> list[str]:
+    """Validate a response file against a dataset and return the responses in the dataset's prompt order.
+
+    In a text file a blank (empty or whitespace-only) line is refused with its number, as it is more often a stray
+    line than a meant answer, unless `allow_empty` says empty responses are meant. (In JSONL an empty "response"
+    is written on purpose and accepted.)"""
     lines = decode_lines(data, name=name)
     if detect_format(name, fmt) == "jsonl":
         return _parse_jsonl(lines, dataset=dataset, name=name)
+    blank = next((number for number, line in enumerate(lines, start=1) if not line or line.isspace()), None)
     if len(lines) != len(dataset):
+        where = f"; line {blank} is blank" if blank is not None and not allow_empty else ""
         raise InvalidInputError(
-            f"expected {len(dataset)} lines (one response per prompt of dataset {dataset.name}), found {len(lines)}",
+            f"expected {len(dataset)} lines (one response per prompt of dataset {dataset.name}), "
+            f"found {len(lines)}{where}",
             path=name,
         )
+    if blank is not None and not allow_empty:
+        raise InvalidInputError(f"blank line: an empty response; {ALLOW_EMPTY_HINT}", path=name, line=blank)
     return lines
 
 
-def read_responses(path: str | Path, *, dataset: Dataset, fmt: ResponseFormat = "auto") -> list[str]:
-    return parse_responses(read_bytes(Path(path)), dataset=dataset, name=path, fmt=fmt)
+def read_responses(
+    path: str | Path, *, dataset: Dataset, fmt: ResponseFormat = "auto", allow_empty: bool = False
+) -> list[str]:
+    return parse_responses(read_bytes(Path(path)), dataset=dataset, name=path, fmt=fmt, allow_empty=allow_empty)
 
 
 def parse_jsonl_records(lines: list[str], *, name: str | Path) -> list[tuple[int, dict]]:

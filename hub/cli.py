@@ -112,7 +112,9 @@ def submit(
     responses: Annotated[list[str], typer.Option(help="DATASET=FILE, one per dataset (repeatable).")],
     name: Annotated[str, typer.Option(help="System name.")],
     token: Annotated[str, typer.Option(envvar="CHATEVAL_TOKEN", help="API token (or CHATEVAL_TOKEN).")],
-    url: Annotated[str, typer.Option(help="Hub address.")] = "http://127.0.0.1:8000",
+    url: Annotated[str, typer.Option(envvar="CHATEVAL_HUB_URL", help="Hub address (or CHATEVAL_HUB_URL).")] = (
+        "http://127.0.0.1:8000"
+    ),
     description: Annotated[str, typer.Option()] = "",
     paper_url: Annotated[str, typer.Option()] = "",
     code_url: Annotated[str, typer.Option()] = "",
@@ -120,41 +122,30 @@ def submit(
     public: Annotated[bool, typer.Option("--public/--private", help="Publish results once approved.")] = False,
     baseline: Annotated[list[int] | None, typer.Option(help="Baseline system id to compare with (repeatable).")] = None,
     loglik: Annotated[list[str] | None, typer.Option(help="DATASET=FILE reference log-likelihoods.")] = None,
+    allow_empty: Annotated[
+        bool, typer.Option("--allow-empty", help="Blank lines in text files are meant: empty responses.")
+    ] = False,
 ) -> None:
-    """Submit response files to a hub through its API (what the web form does)."""
-    import httpx
+    """Submit response files to a hub through its API (what the web form does). Exit codes: 3 the hub refused a
+    file or field, 4 a file is missing, 8 the hub cannot be reached or is busy, 9 the hub refused the token."""
+    from hub.submit_client import SubmissionRequest
+    from hub.submit_client import submit as send
 
-    files = []
-    for kind, pairs in (("responses", _pairs(responses, "--responses")), ("loglik", _pairs(loglik, "--loglik"))):
-        for dataset, path in pairs.items():
-            if not path.is_file():
-                raise HubError("file not found", field=str(path))
-            files.append((f"{kind}[{dataset}]", (path.name, path.read_bytes(), "application/octet-stream")))
-    data = {
-        "name": name,
-        "description": description,
-        "paper_url": paper_url,
-        "code_url": code_url,
-        "weights_url": weights_url,
-        "is_public": "true" if public else "false",
-        "baselines": [str(b) for b in baseline or []],
-    }
-    try:
-        reply = httpx.post(
-            f"{url.rstrip('/')}/api/submissions",
-            data=data,
-            files=files,
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=300,
-        )
-    except httpx.HTTPError as exc:
-        raise HubError(f"could not reach the hub at {url}: {exc}") from exc
-    if reply.status_code >= 400:
-        body = reply.json() if reply.headers.get("content-type", "").startswith("application/json") else {}
-        error = HubError(body.get("error", reply.text[:500]), field=body.get("field"))
-        error.status_code = reply.status_code
-        raise error
-    for submission in reply.json():
+    if not url.startswith(("http://", "https://")):
+        raise typer.BadParameter(f"expected http://HOST[:PORT] or https://..., got {url!r}", param_hint="--url")
+    request = SubmissionRequest(
+        name=name,
+        responses=_pairs(responses, "--responses"),
+        loglik=_pairs(loglik, "--loglik"),
+        description=description,
+        paper_url=paper_url,
+        code_url=code_url,
+        weights_url=weights_url,
+        public=public,
+        allow_empty=allow_empty,
+        baselines=list(baseline or []),
+    )
+    for submission in send(request, url=url, token=token):
         out.print(
             f"submission #{submission['id']} ({submission['dataset']}): {submission['status']}  "
             f"{url.rstrip('/')}/submissions/{submission['id']}",

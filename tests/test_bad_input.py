@@ -203,10 +203,13 @@ def test_blank_extra_line_at_the_end_counts_as_a_line(run_cli, tmp_path, end):
     assert_refused(evaluate(run_cli, path), 3, f"{path}: expected 120 lines", "found 121")
 
 
-def test_blank_line_in_the_middle_is_an_empty_response(hub_open):
+def test_blank_line_in_the_middle_is_an_empty_response_only_when_allowed(hub_open):
     lines = good_lines()
     lines[10] = ""
-    assert parse_responses("\n".join(lines).encode(), dataset=hub_open, name="r.txt")[10] == ""
+    with pytest.raises(InvalidInputError) as info:
+        parse_responses("\n".join(lines).encode(), dataset=hub_open, name="r.txt")
+    assert (info.value.line, info.value.exit_code) == (11, 3) and "--allow-empty" in info.value.message
+    assert parse_responses("\n".join(lines).encode(), dataset=hub_open, name="r.txt", allow_empty=True)[10] == ""
 
 
 @pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\u0085", "\x0c", "\x0b", "\r"])

@@ -255,7 +255,7 @@ def test_failed_forced_refetch_keeps_the_installed_dataset(run_cli, http_mirror,
 
 def test_unreachable_mirror_gives_a_clear_error(run_cli, chateval_home):
     result = run_cli("datasets", "fetch", "ncm", "--mirror", "http://127.0.0.1:1/")
-    assert result.exit_code == 5
+    assert result.exit_code == 8  # a network failure, not "a metric cannot run" (5)
     filename = basename(manifest_of("ncm").prompts.url)
     assert squash(f"error: could not download http://127.0.0.1:1/{filename}:") in squash(result.stderr)
     assert "Connection refused" in result.stderr
@@ -269,7 +269,7 @@ def test_mirror_missing_a_file_reports_http_404(run_cli, tmp_path, mirror_dir, s
     (partial / filename).unlink()
     server = serve(partial)
     result = run_cli("datasets", "fetch", "os", "--mirror", server.url)
-    assert result.exit_code == 5
+    assert result.exit_code == 8
     assert squash(f"error: could not download {server.url}/{filename}: HTTP Error 404") in squash(result.stderr)
     assert installed(chateval_home) == []
 
@@ -291,9 +291,9 @@ def test_local_folder_mirror_missing_file_is_an_error(run_cli, tmp_path, chateva
     empty = tmp_path / "empty"
     empty.mkdir()
     result = run_cli("datasets", "fetch", "twitter", "--mirror", empty)
-    assert result.exit_code == 5
+    assert result.exit_code == 4  # not found in the folder
     filename = basename(manifest_of("twitter").prompts.url)
-    assert squash(f"error: could not download {(empty / filename).as_uri()}:") in squash(result.stderr)
+    assert squash(f"error: could not read {(empty / filename).as_uri()}:") in squash(result.stderr)
     assert installed(chateval_home) == []
 
 

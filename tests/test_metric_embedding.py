@@ -289,7 +289,9 @@ def numpy_embedding_average(responses, references, kv: KeyedVectors, how: str) -
 def test_ncm_matches_numpy_reimplementation(shared_data, ncm_dataset, tmp_path, system, how):
     from evaluation.responses import read_responses
 
-    responses = read_responses(shared_data / "responses" / f"ncm__{system}.txt", dataset=ncm_dataset)
+    # allow_empty: the original opennmt_seq2seq file has one empty response (line 178)
+    path = shared_data / "responses" / f"ncm__{system}.txt"
+    responses = read_responses(path, dataset=ncm_dataset, allow_empty=True)
     references = ncm_dataset.references
     vocabulary = sorted({w for text in [*responses, *(r for refs in references for r in refs)] for w in text.split()})
     # every third word is left out of the vectors, so OOV handling is exercised on real text

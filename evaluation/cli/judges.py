@@ -18,7 +18,7 @@ from evaluation.judges.report import Proportion, ReportCard, report_card
 from evaluation.judges.run import JudgeIdentity, judge_pairs
 from evaluation.judges.templates import DEFAULT_TEMPLATE, TEMPLATES, get_template
 from evaluation.ratings_files import read_ratings
-from evaluation.responses import read_responses
+from evaluation.responses import ALLOW_EMPTY_HELP, read_responses
 
 MAX_SYSTEMS = 64
 MAX_PAIRS = 1_000_000  # two calls each: beyond this, judge against a baseline or split the run
@@ -26,7 +26,7 @@ MAX_PAIRS = 1_000_000  # two calls each: beyond this, judge against a baseline o
 app = typer.Typer(help="LLM judges: pairwise verdicts in both orders, and their report cards.", no_args_is_help=True)
 
 
-def _responses(values: list[str], dataset) -> dict[SystemRef, list[str]]:
+def _responses(values: list[str], dataset, *, allow_empty: bool = False) -> dict[SystemRef, list[str]]:
     if len(values) > MAX_SYSTEMS:
         raise InvalidInputError(f"--responses: at most {MAX_SYSTEMS} systems, got {len(values)}")
     responses: dict[SystemRef, list[str]] = {}
@@ -37,7 +37,7 @@ def _responses(values: list[str], dataset) -> dict[SystemRef, list[str]]:
         system = parse_system(label)
         if any(s.identity == system.identity for s in responses):
             raise InvalidInputError(f"--responses names system {system.describe()} twice")
-        responses[system] = read_responses(Path(path), dataset=dataset)
+        responses[system] = read_responses(Path(path), dataset=dataset, allow_empty=allow_empty)
     return responses
 
 
@@ -58,6 +58,7 @@ def pairwise_command(
     template: Annotated[str, typer.Option(help=f"Prompt template ({', '.join(TEMPLATES)}).")] = DEFAULT_TEMPLATE,
     cache: Annotated[bool, typer.Option("--cache/--no-cache", help="Reuse and store calls in the call cache.")] = True,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
+    allow_empty: Annotated[bool, typer.Option("--allow-empty", help=ALLOW_EMPTY_HELP)] = False,
 ) -> None:
     """Ask a judge both orders of every pair and write its verdicts as judge judgements."""
     from evaluation.llm.cache import CallCache
@@ -68,7 +69,7 @@ def pairwise_command(
         raise typer.BadParameter("--baseline chooses pairs on a whole dataset; --pairs takes them from a ratings file")
     prompt_template = get_template(template)
     data = load_dataset(dataset)
-    texts = _responses(responses, data)
+    texts = _responses(responses, data, allow_empty=allow_empty)
     if pairs is not None:
         judgements = read_ratings(pairs, qualify_prompts=False)
         if data.name in judgements.datasets:

@@ -17,7 +17,7 @@ from evaluation.errors import InvalidInputError
 from evaluation.llm.cache import CallCache
 from evaluation.llm.client import ChatClient
 from evaluation.llm.errors import EndpointError
-from evaluation.responses import read_responses
+from evaluation.responses import ALLOW_EMPTY_HELP, read_responses
 from evaluation.rubrics import GroupSummary, Rubric, grade_items, load_rubric, rubric_signature, shipped_rubrics
 from evaluation.rubrics.items import dataset_items
 from evaluation.rubrics.report import result_lines, run_header, write_jsonl
@@ -86,6 +86,7 @@ def run_command(
         bool, typer.Option("--cache-calls/--no-cache-calls", help="Answer repeats from the cache.")
     ] = True,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")] = True,
+    allow_empty: Annotated[bool, typer.Option("--allow-empty", help=ALLOW_EMPTY_HELP)] = False,
 ) -> None:
     """Grade every response of each file with the rubric (one judge call per response and criterion)."""
     loaded = load_rubric(rubric)
@@ -94,7 +95,7 @@ def run_command(
         raise typer.BadParameter("must be a short identifier other than a field name", param_hint="--source-key")
     items = []
     for source_id, path in _sources(responses):
-        texts = read_responses(path, dataset=data, fmt=response_format.value)
+        texts = read_responses(path, dataset=data, fmt=response_format.value, allow_empty=allow_empty)
         items += dataset_items(data, texts, source=(source_key, source_id))
     settings = {"max_tokens": max_tokens, "concurrency": concurrency, "timeout_s": timeout}
     cfg = endpoint_config(config=config, endpoint=endpoint, model=model, api_key_env=api_key_env, **settings)

@@ -71,6 +71,12 @@ SUBMISSION_FORM: dict[str, Any] = {
                         "code_url": URL,
                         "weights_url": URL,
                         "is_public": {"type": "boolean", "default": False},
+                        "allow_empty": {
+                            "type": "boolean",
+                            "default": False,
+                            "description": "Blank lines in text response files are meant as empty responses "
+                            "(otherwise refused, naming the line).",
+                        },
                         "baselines": {
                             "type": "array",
                             "items": {"type": "integer", "minimum": 1, "maximum": MAX_DATABASE_ID},

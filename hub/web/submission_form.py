@@ -29,6 +29,7 @@ def system_form(form: FormData) -> SystemForm:
         weights_url=_optional(form, "weights_url"),
         is_public=str(form.get("is_public", "")).lower() in TRUE_VALUES,
         baseline_ids=baselines,
+        allow_empty=str(form.get("allow_empty", "")).lower() in TRUE_VALUES,
     )
 
 

@@ -139,7 +139,7 @@ def test_submit_command_uploads_through_the_api(hub_env, people, run_cli, tmp_pa
         wrong_token = run_cli(
             "submit", "--url", url, "--token", "ceh_nope", "--name", "x", "--responses", f"hub-open-v1={good}"
         )
-        assert wrong_token.exit_code == 3 and "invalid or revoked API token" in wrong_token.stderr
+        assert wrong_token.exit_code == 9 and "invalid or revoked API token" in wrong_token.stderr
     finally:
         server.terminate()
         server.wait(timeout=20)

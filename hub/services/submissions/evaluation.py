@@ -145,8 +145,12 @@ class EvaluationRun:
                 f"{dataset.fingerprint}); re-submit against the current version"
             )
         name = f"submission {job.id}"
-        responses = parse_responses(
-            self.storage.get(job.responses_sha256), dataset=dataset, name=name, fmt=job.responses_format
+        responses = parse_responses(  # allow_empty: blank lines were refused on upload unless they were meant
+            self.storage.get(job.responses_sha256),
+            dataset=dataset,
+            name=name,
+            fmt=job.responses_format,
+            allow_empty=True,
         )  # type: ignore[arg-type]
         loglik = (
             parse_loglik(self.storage.get(job.loglik_sha256), dataset=dataset, name=f"{name} log-likelihoods")

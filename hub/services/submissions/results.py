@@ -27,8 +27,8 @@ def read_responses(storage: Storage, submission: Submission, dataset: Dataset) -
     """A stored response file, parsed by the toolkit into dataset prompt order."""
     try:
         data = storage.get(submission.responses_sha256)
-        return parse_responses(
-            data, dataset=dataset, name=f"submission {submission.id}", fmt=submission.responses_format
+        return parse_responses(  # allow_empty: blank lines were refused on upload unless they were meant
+            data, dataset=dataset, name=f"submission {submission.id}", fmt=submission.responses_format, allow_empty=True
         )  # type: ignore[arg-type]
     except EvaluationError as exc:  # validated on upload, so this is damage on the server, not user input
         log.error("responses of submission %s do not parse: %s", submission.id, exc.describe())

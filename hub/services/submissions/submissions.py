@@ -39,6 +39,7 @@ class SystemForm:
     weights_url: str | None = None
     is_public: bool = False
     baseline_ids: list[int] = field(default_factory=list)
+    allow_empty: bool = False  # blank lines in a text response file are meant as empty responses
 
 
 def _check_url(name: str, value: str | None) -> str | None:
@@ -106,7 +107,8 @@ def create_submissions(
         except NotFound as exc:
             raise BadRequest(f"unknown dataset {dataset_name!r}", field=f"responses[{dataset_name}]") from exc
         fmt = detect_format(upload.filename, "auto")
-        _validated(upload, f"responses[{dataset_name}]", parse_responses, dataset=dataset, fmt=fmt)
+        field_name = f"responses[{dataset_name}]"
+        _validated(upload, field_name, parse_responses, dataset=dataset, fmt=fmt, allow_empty=form.allow_empty)
         loglik = logliks.get(dataset_name)
         if loglik is not None:
             _validated(loglik, f"loglik[{dataset_name}]", parse_loglik, dataset=dataset)

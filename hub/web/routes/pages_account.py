@@ -229,6 +229,7 @@ def _submit_page(request: Request, session: Session, viewer: User, status_code=2
         "baselines": baselines,
         "values": dict.fromkeys(TEXT_FIELDS, ""),
         "is_public": False,
+        "allow_empty": False,
         "chosen_baselines": [],
         "error": None,
         "field": None,
@@ -267,6 +268,7 @@ async def submit(request: Request, _csrf: CsrfDep, session: SessionDep, viewer: 
         extra = {
             "values": values,
             "is_public": form.get("is_public") is not None,
+            "allow_empty": form.get("allow_empty") is not None,
             "chosen_baselines": [str(v) for v in form.getlist("baselines")],
             "error": exc.message,
             "field": exc.field,
