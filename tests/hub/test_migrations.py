@@ -25,6 +25,11 @@ EXPECTED_TABLES = {
     "irtfit",
     "browsersession",
     "outboxjob",
+    "judge",  # LLM judging (0011): judges, dataset attachments, runs, rubric grades, judge judgements
+    "datasetjudging",
+    "judgingrun",
+    "rubricgrade",
+    "judgejudgement",
     "alembic_version",
 }
 
