@@ -95,10 +95,40 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
     return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
 
 
+# The whitespace tokenisers split one string per chunk of lines instead of one per line: lines joined by a space,
+# a sentinel token and a space split into exactly the lines' tokens with the sentinel between lines (a trailing
+# space still gives its empty token under split(" ")). A chunk whose text holds the sentinel is split line by line.
+SENTINEL = "\x00"
+_SPLITTERS = {"single-space": (False, " "), "stripped-single-space": (True, " "), "none": (False, None)}
+
+
+def _encode_chunk(texts: Sequence[str], tokenizer: str, lowercase: bool, vocab: dict[str, int]) -> EncodedCorpus:
+    if tokenizer not in _SPLITTERS:
+        return _encode_into(tokenize_texts(texts, tokenizer, lowercase), vocab)
+    strip, separator = _SPLITTERS[tokenizer]
+    if lowercase:
+        texts = [text.lower() for text in texts]
+    if strip:
+        texts = [text.strip() for text in texts]
+    joined = f" {SENTINEL} ".join(texts) + f" {SENTINEL}"
+    if joined.count(SENTINEL) != len(texts):
+        return _encode_into(tokenize_texts(texts, tokenizer, False), vocab)
+    flat = joined.split(separator)
+    vocab.setdefault(SENTINEL, len(vocab))
+    for word in dict.fromkeys(flat):
+        if word not in vocab:
+            vocab[word] = len(vocab)
+    ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+    is_end = ids == vocab[SENTINEL]
+    ends = np.flatnonzero(is_end)
+    lengths = np.diff(ends, prepend=-1) - 1
+    return EncodedCorpus(ids=ids[~is_end], lengths=lengths.astype(np.int64), vocab=vocab)
+
+
 def _encode_texts(texts: Sequence[str], tokenizer: str, lowercase: bool) -> EncodedCorpus:
     vocab: dict[str, int] = {}
     parts = [
-        _encode_into(tokenize_texts(texts[start : start + ENCODE_CHUNK], tokenizer, lowercase), vocab)
+        _encode_chunk(texts[start : start + ENCODE_CHUNK], tokenizer, lowercase, vocab)
         for start in range(0, len(texts), ENCODE_CHUNK)
     ]
     if not parts:
