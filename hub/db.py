@@ -8,6 +8,7 @@ from functools import lru_cache
 from sqlalchemy import Engine, event
 from sqlmodel import Session, create_engine
 
+import hub.services.notifications.events  # noqa: F401  (the status-change hook: notifications on every session)
 from hub.settings import get_settings
 
 

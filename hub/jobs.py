@@ -15,6 +15,7 @@ from hub import queue
 from hub.db import get_engine
 from hub.services.human.mturk.polling import poll_open_experiments
 from hub.services.judging import runs as judging_runs
+from hub.services.notifications import mail
 from hub.services.platform.outbox import drain
 from hub.services.publishing import snapshot
 from hub.services.statistics import irt_fits
@@ -85,6 +86,11 @@ def publish_snapshot() -> str | None:
     return snapshot.publish_snapshot(target).version if target else None
 
 
+def send_mail() -> int:
+    """Send the e-mail outbox (notifications, password-reset links) over SMTP; every minute and after each change."""
+    return mail.send_pending(get_engine())
+
+
 HANDLERS: dict[str, Callable[..., Any]] = {
     queue.EVALUATE_SUBMISSION: evaluate_submission,
     queue.REQUEUE_STALLED: requeue_stalled,
@@ -93,6 +99,7 @@ HANDLERS: dict[str, Callable[..., Any]] = {
     queue.REFIT_ALL_IRT: refit_all_irt,
     queue.PUBLISH_SNAPSHOT: publish_snapshot,
     queue.JUDGE_SUBMISSION: judge_submission,
+    queue.SEND_MAIL: send_mail,
 }
 
 

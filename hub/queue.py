@@ -27,6 +27,7 @@ REFIT_IRT = "refit_irt"
 REFIT_ALL_IRT = "refit_all_irt"
 PUBLISH_SNAPSHOT = "publish_snapshot"  # the public snapshot to HUB_SNAPSHOT_URL (off when empty)
 JUDGE_SUBMISSION = "judge_submission"  # a judging run (LLM judges, rubrics, function metrics) by run id
+SEND_MAIL = "send_mail"  # the e-mail outbox over SMTP (a no-op when HUB_SMTP_HOST is empty)
 JOB_NAMES = (
     EVALUATE_SUBMISSION,
     REQUEUE_STALLED,
@@ -35,6 +36,7 @@ JOB_NAMES = (
     REFIT_ALL_IRT,
     JUDGE_SUBMISSION,
     PUBLISH_SNAPSHOT,
+    SEND_MAIL,
 )
 
 # What the queue raises when it cannot take a job: Redis down or unreachable, the SQLite queue's file unwritable.
@@ -99,6 +101,7 @@ def tasks() -> dict:
             _runner(PUBLISH_SNAPSHOT)
         ),
         JUDGE_SUBMISSION: huey.task(retries=1, retry_delay=30, name=JUDGE_SUBMISSION)(_runner(JUDGE_SUBMISSION)),
+        SEND_MAIL: huey.periodic_task(crontab(minute="*"), name=SEND_MAIL)(_runner(SEND_MAIL)),
     }
 
 

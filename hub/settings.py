@@ -66,6 +66,14 @@ class HubSettings(BaseSettings):
     sweep_seconds: int = Field(
         default=15, ge=1, le=3600, description="How often `chateval worker` sends waiting jobs and retries lost ones."
     )
+    smtp_host: str = Field(default="", description="SMTP server for e-mail (notifications, password reset); empty: off.")
+    smtp_port: int = Field(default=587, ge=1, le=65_535, description="SMTP port (587 STARTTLS, 465 TLS, 25 plain).")
+    smtp_username: str = Field(default="", description="SMTP login; empty: no login.")
+    smtp_password: str = Field(default="", description="SMTP password (never logged or shown).")
+    smtp_from: str = Field(default="ChatEval Hub <hub@localhost>", description="The From address of the hub's mail.")
+    smtp_security: str = Field(default="starttls", pattern="^(starttls|tls|none)$", description="starttls, tls, none.")
+    password_reset_minutes: int = Field(default=60, ge=5, le=1440, description="How long a reset link works.")
+    password_resets_per_client: str = Field(default="5/hour", description="Password-reset requests per address.")
     stalled_after_seconds: int = Field(
         default=60, ge=2, le=86_400, description="An evaluation without a heartbeat this long lost its worker."
     )
@@ -76,6 +84,7 @@ class HubSettings(BaseSettings):
         "signups_per_client",
         "token_failures_per_client",
         "new_raters_per_client",
+        "password_resets_per_client",
     )
     @classmethod
     def _rate_limit(cls, value: str) -> str:

@@ -4,6 +4,7 @@ from hub.models.audit import AuditEntry
 from hub.models.data_version import DataVersion
 from hub.models.experiment import Backend, Experiment, ExperimentItem, ExperimentStatus, ItemKind, Task, TieMode
 from hub.models.irt_fit import IrtFit
+from hub.models.notification import Notification, OutgoingMail, PasswordReset
 from hub.models.judging import DatasetJudging, Judge, JudgeJudgement, JudgingRun, RubricGrade
 from hub.models.outbox import OutboxJob
 from hub.models.rating import Assignment, AssignmentStatus, Rater, RaterInvite, Rating
@@ -29,7 +30,10 @@ __all__ = [
     "Judge",
     "JudgeJudgement",
     "JudgingRun",
+    "Notification",
     "OutboxJob",
+    "OutgoingMail",
+    "PasswordReset",
     "Rater",
     "RaterInvite",
     "Rating",

@@ -34,7 +34,10 @@ class DataVersion(SQLModel, table=True):
 # --- the hook: every ORM write to a public-affecting table bumps the global version in its own transaction ----------
 
 # Tables no public page reads: sign-in, the audit log, the job outbox, rater invites, and this table itself.
-PRIVATE_TABLES = frozenset({"apitoken", "browsersession", "auditentry", "outboxjob", "raterinvite", "data_version"})
+PRIVATE_TABLES = frozenset(
+    {"apitoken", "browsersession", "auditentry", "outboxjob", "raterinvite", "data_version"}
+    | {"notification", "outgoingmail", "passwordreset"}  # what the hub tells one person
+)
 # Columns only private pages show (an evaluation's liveness and progress, seen by the owner and admins).
 PRIVATE_COLUMNS = frozenset(
     {

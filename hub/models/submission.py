@@ -20,11 +20,12 @@ class SubmissionStatus(StrEnum):
     human_evaluation = "human_evaluation"
     complete = "complete"
     failed = "failed"
+    withdrawn = "withdrawn"  # by its owner: off every public page and download, rows kept
 
 
 # While a submission is live (not rejected or failed), its owner cannot submit the same file for the same dataset
 # again: a partial unique index, so concurrent identical uploads cannot all pass a check and all insert.
-LIVE_UPLOAD = "status NOT IN ('rejected', 'failed')"
+LIVE_UPLOAD = "status NOT IN ('rejected', 'failed', 'withdrawn')"
 LIVE_UPLOAD_INDEX = "uq_submission_live_upload"
 
 

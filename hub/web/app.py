@@ -28,6 +28,7 @@ from hub.web.routes import (
     api_admin_users,
     api_experiments,
     api_judging,
+    api_lifecycle,
     api_public,
     api_submissions,
     pages_account,
@@ -36,6 +37,7 @@ from hub.web.routes import (
     pages_experiments,
     pages_irt,
     pages_judging,
+    pages_lifecycle,
     pages_mturk,
     pages_public,
     pages_rating,
@@ -137,6 +139,7 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
         busy.retry_after = RETRY_AFTER_SECONDS
         return await hub_error(request, busy)
 
+    app.include_router(api_lifecycle.router)  # GET /api/submissions?mine=1 before /{submission_id}
     app.include_router(api_submissions.router)
     app.include_router(api_admin.router)
     app.include_router(api_admin_users.router)
@@ -144,6 +147,7 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
     app.include_router(api_public.router)
     app.include_router(api_judging.router)
     app.include_router(pages_account.router)
+    app.include_router(pages_lifecycle.router)
     app.include_router(pages_admin.router)
     app.include_router(pages_admin_experiments.router)
     app.include_router(pages_public.router)

@@ -25,6 +25,9 @@ EXPECTED_TABLES = {
     "irtfit",
     "browsersession",
     "outboxjob",
+    "notification",  # 0013: notifications, the e-mail outbox, password resets
+    "outgoingmail",
+    "passwordreset",
     "judge",  # LLM judging (0011): judges, dataset attachments, runs, rubric grades, judge judgements
     "datasetjudging",
     "judgingrun",

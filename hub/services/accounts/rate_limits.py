@@ -177,6 +177,7 @@ SIGNUP_CLIENT = Rule("signup-client", "signups_per_client", "too many sign-ups f
 TOKEN_CLIENT = Rule(
     "token-client", "token_failures_per_client", "too many invalid API tokens from your address", fail_open=True
 )
+RESET_CLIENT = Rule("reset-client", "password_resets_per_client", "too many password-reset requests from your address")
 RATER_CLIENT = Rule("rater-client", "new_raters_per_client", "too many new raters from your address", fail_open=True)
 
 

@@ -21,7 +21,7 @@ from hub.storage import Storage
 from hub.system_names import MAX_DESCRIPTION_CHARS, MAX_URL_CHARS, RefusedText, check_name, check_text
 
 # A submission in one of these states no longer blocks submitting the same file again.
-FINISHED_UNSUCCESSFULLY = {SubmissionStatus.rejected, SubmissionStatus.failed}
+FINISHED_UNSUCCESSFULLY = {SubmissionStatus.rejected, SubmissionStatus.failed, SubmissionStatus.withdrawn}
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,11 @@ def can_view(submission: Submission, system: System, viewer: User | None) -> boo
     """Private and not-yet-approved submissions are for their owner and admins only."""
     if viewer is not None and (viewer.is_admin or viewer.id == system.owner_id):
         return True
-    published = submission.status not in (SubmissionStatus.submitted, SubmissionStatus.rejected)
+    published = submission.status not in (
+        SubmissionStatus.submitted,
+        SubmissionStatus.rejected,
+        SubmissionStatus.withdrawn,
+    )
     return published and (system.is_public or system.is_baseline)
 
 

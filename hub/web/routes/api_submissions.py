@@ -9,6 +9,7 @@ from sqlmodel import select
 from starlette.concurrency import run_in_threadpool
 
 from hub.models import Score, Submission, System
+from hub.services.notifications.status_words import submission_words
 from hub.services.submissions.submissions import create_submissions, get_visible
 from hub.storage import get_storage
 from hub.web.deps import DatabaseId, SessionDep, UserDep, ViewerDep
@@ -33,6 +34,7 @@ def submission_json(
         "dataset": submission.dataset_name,
         "dataset_fingerprint": submission.dataset_fingerprint,
         "status": submission.status,
+        "status_words": submission_words(submission.status).as_dict(),  # meaning, next step, who acts
         "progress": submission.progress,
         "review_reason": submission.review_reason,
         "baseline_ids": submission.baseline_ids,

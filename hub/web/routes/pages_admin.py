@@ -13,7 +13,7 @@ from hub.models import Submission, System, User
 from hub.queue import enqueue_evaluation
 from hub.services.platform import audit
 from hub.services.platform.datasets import installed_dataset
-from hub.services.submissions import review
+from hub.services.submissions import lifecycle, review
 from hub.services.submissions.results import read_responses
 from hub.storage import get_storage
 from hub.web.csrf import CsrfDep
@@ -73,6 +73,7 @@ def queue(request: Request, session: SessionDep, viewer: ViewerDep):
     except HubError as exc:
         return error_page(request, viewer, exc)
     context = {"items": [_queue_item(session, s) for s in waiting], "rerunnable": _rerunnable(session)}
+    context["drafts"] = lifecycle.drafts_waiting(session)  # human evaluations waiting for a launch
     return page(request, "admin_queue.html", viewer, context)
 
 
