@@ -35,8 +35,10 @@ install: $(INSTALLED)
 install-test: $(TEST_INSTALLED)
 
 ## The main job: the hub on its embedded default (SQLite, local files, in-process queue) with demo data.
+## `make run PORT=8080` listens elsewhere; invite links follow the port unless HUB_PUBLIC_URL is set.
+PORT ?= 8000
 run: install
-	$(BIN)/chateval serve --demo
+	$(BIN)/chateval serve --demo --port $(PORT)
 
 ## A demo evaluation in the terminal with the offline toolkit (no server).
 demo: install

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -19,6 +20,25 @@ admin_app = typer.Typer(help="Hub administration.", no_args_is_help=True)
 app.add_typer(admin_app, name="admin")
 
 
+def _public_url_follows(host: str, port: int) -> None:
+    """HUB_PUBLIC_URL, when not set, becomes this server's own address (so `--port 8080` gives invite links on 8080);
+    a wildcard host (0.0.0.0, ::) is shown as 127.0.0.1, with a hint to set HUB_PUBLIC_URL for other machines."""
+    from hub.settings import get_settings
+
+    if "public_url" in get_settings().model_fields_set:
+        return
+    wildcard = host in ("", "0.0.0.0", "::")
+    shown = "127.0.0.1" if wildcard else f"[{host}]" if ":" in host else host
+    os.environ["HUB_PUBLIC_URL"] = f"http://{shown}:{port}"  # read again by the settings (and by child processes)
+    get_settings.cache_clear()
+    if wildcard:
+        err.print(
+            f"links the hub hands out (rater invites) use {os.environ['HUB_PUBLIC_URL']}; set HUB_PUBLIC_URL to the "
+            "address other machines reach this hub at",
+            highlight=False,
+        )
+
+
 @app.command("serve")
 def serve(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
@@ -28,7 +48,8 @@ def serve(
         bool, typer.Option(help="Consume the job queue in this process (off when `chateval worker`s run).")
     ] = True,
 ) -> None:
-    """Start the hub (FastAPI with uvicorn): SQLite, local files and an in-process queue by default."""
+    """Start the hub (FastAPI with uvicorn): SQLite, local files and an in-process queue by default. Unless
+    HUB_PUBLIC_URL is set, links the hub hands out (rater invites) point at this host and port."""
     import uvicorn
 
     from hub.db import get_engine
@@ -36,6 +57,7 @@ def serve(
     from hub.storage import get_storage
     from hub.web.app import create_app
 
+    _public_url_follows(host, port)
     upgrade()
     if demo:
         from hub.services.submissions.demo import seed_baselines
