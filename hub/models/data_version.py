@@ -4,9 +4,10 @@ read_side).
 
 The bump is one hook on every ORM session, registered when the models are imported: a flush that adds, deletes or
 changes a row of any table outside PRIVATE_TABLES (changes to PRIVATE_COLUMNS alone do not count), and a bulk ORM
-statement (`session.execute(update(Task)...)`) on such a table, bump the `global` version once per transaction,
-right after the write, in the same transaction. New tables are public by default. A write the ORM does not see (raw SQL,
-Core statements on a Table) calls `bump(session)` itself."""
+statement (`session.execute(update(Task)...)`) on such a table, mark the transaction, and its commit bumps the
+`global` version once, as its last statement before COMMIT (so the version row's lock is never held while waiting
+for another). New tables are public by default. A write the hook does not see (raw SQL, Core statements on a Table)
+calls `bump(session)` itself before committing."""
 
 from __future__ import annotations
 
@@ -50,13 +51,21 @@ PRIVATE_COLUMNS = frozenset(
         ("submission", "updated_at"),
     }
 )
-_BUMPED = "data_version.bumped_in"  # session.info key: the transaction that already bumped
+_CHANGED = "data_version.changed_in"  # session.info key: the root transaction that changed public data
 
 
 def bump(session: Session, scope: str = GLOBAL_SCOPE) -> None:
-    """Bump `scope`'s version inside the session's current transaction (it commits or rolls back with the write).
-    The hook calls it for ORM writes; call it yourself after a write it cannot see (raw SQL, Core statements on
-    tables)."""
+    """Bump the version when the session's current transaction commits (and not if it rolls back). The hook calls
+    it for ORM writes; call it yourself after a write the hook cannot see (raw SQL, Core statements on tables).
+    Only the `global` scope exists today."""
+    if scope != GLOBAL_SCOPE:
+        raise ValueError(f"unknown data version scope {scope!r}")
+    session.info[_CHANGED] = session.get_transaction()
+
+
+def _bump_now(session: Session, scope: str = GLOBAL_SCOPE) -> None:
+    """The UPDATE, as the transaction's last statement before COMMIT: the row lock it takes (PostgreSQL) is held by
+    a transaction that takes no other lock afterwards, so the one row serialises commits without deadlocks."""
     connection = session.connection()
     table = DataVersion.__table__  # type: ignore[attr-defined]
     now = utcnow()
@@ -65,13 +74,11 @@ def bump(session: Session, scope: str = GLOBAL_SCOPE) -> None:
     )
     if changed.rowcount == 0:  # a database made without the migration's first row
         connection.execute(insert(table).values(scope=scope, version=1, changed_at=now))
-    if scope == GLOBAL_SCOPE:
-        session.info[_BUMPED] = session.get_transaction()
 
 
-def _bumped_already(session: Session) -> bool:
+def _changed_already(session: Session) -> bool:
     transaction = session.get_transaction()
-    return transaction is not None and session.info.get(_BUMPED) is transaction
+    return transaction is not None and session.info.get(_CHANGED) is transaction
 
 
 def _table_of(obj: object) -> str | None:
@@ -92,7 +99,7 @@ def _changes_public_data(obj: object, *, dirty: bool) -> bool:
 
 def _after_flush(session: Session, _context: Any) -> None:
     """After the flush's own statements (the session's lists and histories still show what it wrote)."""
-    if _bumped_already(session):
+    if _changed_already(session):
         return
     if any(_changes_public_data(obj, dirty=False) for obj in (*session.new, *session.deleted)) or any(
         _changes_public_data(obj, dirty=True) for obj in session.dirty
@@ -108,21 +115,29 @@ def _statement_columns(statement: Any) -> set[str] | None:
     return {getattr(key, "key", str(key)) for key in values}
 
 
-def _do_orm_execute(state: ORMExecuteState) -> Any:
-    """Bulk ORM statements (`session.execute(update(Task)...)`) skip the flush; they bump here, right after."""
+def _do_orm_execute(state: ORMExecuteState) -> None:
+    """Bulk ORM statements (`session.execute(update(Task)...)`) skip the flush; they mark the transaction here."""
     if not (state.is_update or state.is_delete or state.is_insert) or state.bind_mapper is None:
-        return None
+        return
     table = getattr(state.bind_mapper.local_table, "name", "")
-    if table in PRIVATE_TABLES or _bumped_already(state.session):
-        return None
+    if table in PRIVATE_TABLES or _changed_already(state.session):
+        return
     columns = _statement_columns(state.statement) if state.is_update else None
     if columns is not None and all((table, column) in PRIVATE_COLUMNS for column in columns):
-        return None
-    result = state.invoke_statement()
+        return
     bump(state.session)
-    return result
+
+
+def _before_commit(session: Session) -> None:
+    """The outermost commit: flush what is pending (the hooks above see it), then bump if anything public changed."""
+    if session.in_nested_transaction():
+        return
+    session.flush()
+    if _changed_already(session):
+        _bump_now(session)
 
 
 if not event.contains(Session, "after_flush", _after_flush):
     event.listen(Session, "after_flush", _after_flush)
     event.listen(Session, "do_orm_execute", _do_orm_execute)
+    event.listen(Session, "before_commit", _before_commit)
