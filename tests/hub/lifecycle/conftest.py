@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -34,9 +36,11 @@ def smtp(monkeypatch):
     from hub import settings
 
     inbox = Inbox()
-    controller = aiosmtpd.Controller(inbox, hostname="127.0.0.1", port=0)
+    with socket.socket() as probe:  # a free port from the OS (the controller's own start-up check cannot use 0)
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    controller = aiosmtpd.Controller(inbox, hostname="127.0.0.1", port=port)
     controller.start()
-    port = controller.server.sockets[0].getsockname()[1]
     monkeypatch.setenv("HUB_SMTP_HOST", "127.0.0.1")
     monkeypatch.setenv("HUB_SMTP_PORT", str(port))
     monkeypatch.setenv("HUB_SMTP_SECURITY", "none")
