@@ -13,6 +13,8 @@ from huey.consumer import Consumer
 
 from hub import queue
 from hub.db import get_engine
+from hub.services.conversations import evaluation as conversation_evaluation
+from hub.services.conversations import uploads as conversation_uploads
 from hub.services.human.mturk.polling import poll_open_experiments
 from hub.services.judging import runs as judging_runs
 from hub.services.notifications import mail
@@ -41,6 +43,7 @@ def requeue_stalled() -> list[int]:
     for submission_id in stalled:
         log.warning("submission %s: its worker was lost (no heartbeat), evaluation re-queued", submission_id)
         queue.enqueue_evaluation(submission_id)
+    conversation_uploads.resend_queued(get_engine())  # conversation sets whose job was lost or never sent
     return sent + stalled
 
 
@@ -91,6 +94,11 @@ def send_mail() -> int:
     return mail.send_pending(get_engine())
 
 
+def evaluate_conversation_set(set_id: int) -> str | None:
+    """Function metrics over every turn and conversation of an uploaded conversation set."""
+    return conversation_evaluation.evaluate_set(get_engine(), get_storage(), set_id)
+
+
 HANDLERS: dict[str, Callable[..., Any]] = {
     queue.EVALUATE_SUBMISSION: evaluate_submission,
     queue.REQUEUE_STALLED: requeue_stalled,
@@ -99,6 +107,7 @@ HANDLERS: dict[str, Callable[..., Any]] = {
     queue.REFIT_ALL_IRT: refit_all_irt,
     queue.PUBLISH_SNAPSHOT: publish_snapshot,
     queue.JUDGE_SUBMISSION: judge_submission,
+    queue.EVALUATE_CONVERSATION_SET: evaluate_conversation_set,
     queue.SEND_MAIL: send_mail,
 }
 

@@ -28,6 +28,7 @@ REFIT_ALL_IRT = "refit_all_irt"
 PUBLISH_SNAPSHOT = "publish_snapshot"  # the public snapshot to HUB_SNAPSHOT_URL (off when empty)
 JUDGE_SUBMISSION = "judge_submission"  # a judging run (LLM judges, rubrics, function metrics) by run id
 SEND_MAIL = "send_mail"  # the e-mail outbox over SMTP (a no-op when HUB_SMTP_HOST is empty)
+EVALUATE_CONVERSATION_SET = "evaluate_conversation_set"  # function metrics over an uploaded conversation set, by id
 JOB_NAMES = (
     EVALUATE_SUBMISSION,
     REQUEUE_STALLED,
@@ -37,6 +38,7 @@ JOB_NAMES = (
     JUDGE_SUBMISSION,
     PUBLISH_SNAPSHOT,
     SEND_MAIL,
+    EVALUATE_CONVERSATION_SET,
 )
 
 # What the queue raises when it cannot take a job: Redis down or unreachable, the SQLite queue's file unwritable.
@@ -101,6 +103,9 @@ def tasks() -> dict:
             _runner(PUBLISH_SNAPSHOT)
         ),
         JUDGE_SUBMISSION: huey.task(retries=1, retry_delay=30, name=JUDGE_SUBMISSION)(_runner(JUDGE_SUBMISSION)),
+        EVALUATE_CONVERSATION_SET: huey.task(retries=1, retry_delay=10, name=EVALUATE_CONVERSATION_SET)(
+            _runner(EVALUATE_CONVERSATION_SET)
+        ),
         SEND_MAIL: huey.periodic_task(crontab(minute="*"), name=SEND_MAIL)(_runner(SEND_MAIL)),
     }
 

@@ -1,6 +1,7 @@
 """Database tables, one module per noun. Importing this package registers every table on SQLModel.metadata."""
 
 from hub.models.audit import AuditEntry
+from hub.models.conversation import ConversationAggregate, ConversationScore, ConversationSet
 from hub.models.data_version import DataVersion
 from hub.models.experiment import Backend, Experiment, ExperimentItem, ExperimentStatus, ItemKind, Task, TieMode
 from hub.models.irt_fit import IrtFit
@@ -20,6 +21,9 @@ __all__ = [
     "AuditEntry",
     "Backend",
     "BrowserSession",
+    "ConversationAggregate",
+    "ConversationScore",
+    "ConversationSet",
     "DataVersion",
     "DatasetJudging",
     "Experiment",

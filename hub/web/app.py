@@ -26,6 +26,7 @@ from hub.web.openapi_docs import EVERY_ROUTE, error_responses
 from hub.web.routes import (
     api_admin,
     api_admin_users,
+    api_conversations,
     api_experiments,
     api_judging,
     api_lifecycle,
@@ -34,6 +35,7 @@ from hub.web.routes import (
     pages_account,
     pages_admin,
     pages_admin_experiments,
+    pages_conversations,
     pages_experiments,
     pages_irt,
     pages_judging,
@@ -42,6 +44,7 @@ from hub.web.routes import (
     pages_public,
     pages_rating,
 )
+from hub.web.routes.api_docs import router as docs_router
 from hub.web.security_headers import SecurityHeadersMiddleware
 from hub.web.templating import STATIC, render, wants_html
 from hub.web.threads import limit_request_threads
@@ -88,6 +91,9 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
 
     app = FastAPI(
         title="ChatEval Hub",
+        docs_url=None,  # /docs is hub.web.routes.api_docs: Swagger UI from our static files, not a CDN
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
         version="0.1.0",
         lifespan=lifespan,
         dependencies=[Depends(refuse_malformed_input)],  # control characters, out-of-range numbers: 422 first
@@ -102,6 +108,7 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
     app.add_middleware(SecurityHeadersMiddleware)  # around everything, refusals included; it only adds headers
 
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+    app.include_router(docs_router)
 
     @app.exception_handler(HubError)
     async def hub_error(request: Request, exc: HubError):
@@ -146,6 +153,7 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
     app.include_router(api_experiments.router)
     app.include_router(api_public.router)
     app.include_router(api_judging.router)
+    app.include_router(api_conversations.router)
     app.include_router(pages_account.router)
     app.include_router(pages_lifecycle.router)
     app.include_router(pages_admin.router)
@@ -153,6 +161,7 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
     app.include_router(pages_public.router)
     app.include_router(pages_irt.router)
     app.include_router(pages_judging.router)
+    app.include_router(pages_conversations.router)
     app.include_router(pages_experiments.router)
     app.include_router(pages_rating.router)
     app.include_router(pages_mturk.router)

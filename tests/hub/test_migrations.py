@@ -33,6 +33,9 @@ EXPECTED_TABLES = {
     "judgingrun",
     "rubricgrade",
     "judgejudgement",
+    "conversationset",  # 0014: conversation sets, their per-turn values and per-role aggregates
+    "conversationscore",
+    "conversationaggregate",
     "alembic_version",
 }
 
