@@ -21,7 +21,7 @@ from evaluation.llm.cache import CallCache
 from evaluation.llm.client import ChatClient
 from evaluation.rubrics import dataset_items, grade_items
 from hub import queue
-from hub.errors import HubError, NotFound
+from hub.errors import HubError, NotFound, QueueUnavailable
 from hub.models import (
     DatasetJudging,
     Judge,
@@ -98,7 +98,14 @@ def after_evaluation(engine: Engine, submission_id: int) -> int | None:
         if session.exec(select(JudgingRun.id).where(JudgingRun.submission_id == submission_id)).first():
             return None
         run = _new_run(session, submission_id)
-    queue.enqueue(queue.JUDGE_SUBMISSION, run.id)
+    try:
+        queue.enqueue(queue.JUDGE_SUBMISSION, run.id)
+    except QueueUnavailable as exc:  # the scores stand; the run waits for an admin's re-run
+        with Session(engine) as session:
+            failed = session.get(JudgingRun, run.id)
+            failed.status, failed.error = "failed", f"{exc.message}; start it again from /admin/judging"
+            session.add(failed)
+            session.commit()
     return run.id
 
 
@@ -195,6 +202,9 @@ class _Run:
             items = [{k: v for k, v in item.items() if k != "reference"} for item in items]
         with self.cache() as cache:
             results = grade_items(rubric, items, ChatClient(endpoint_config(judge), cache=cache))
+        errors = [c for r in results for c in r.criteria if c.status == "error"]
+        if results and len(errors) == sum(len(r.criteria) for r in results):  # not one call answered: say why
+            raise HubError(f"judge {judge.name!r}: every call failed, e.g. {errors[0].problem}")
         with Session(self.engine) as session:
             session.execute(
                 delete(RubricGrade).where(
