@@ -21,8 +21,8 @@ from sqlmodel import Session
 from hub.models.data_version import GLOBAL_SCOPE, DataVersion
 
 MAX_ENTRIES = 2_000
-MAX_BYTES = 256 * 1024 * 1024  # per process
-MAX_ENTRY_BYTES = 64 * 1024 * 1024  # larger answers (a big download) are built per request
+MAX_BYTES = 384 * 1024 * 1024  # per process
+MAX_ENTRY_BYTES = 128 * 1024 * 1024  # larger answers (a big download) are built per request
 
 
 @dataclass(frozen=True)
