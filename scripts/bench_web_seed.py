@@ -127,7 +127,7 @@ def seed(args: argparse.Namespace, datasets: list[str]) -> dict:
                             "metric": metric,
                             "version": "1",
                             "signature": f"{metric}|v1|bench",
-                            "corpus": float(np.mean(per_prompt)) + 0.01 * ability[i],
+                            "corpus": float(np.mean(per_prompt) + 0.01 * ability[i]),
                             "higher_is_better": higher,
                             "per_prompt": per_prompt,
                             "details": {},
