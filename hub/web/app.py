@@ -44,6 +44,7 @@ from hub.web.routes import (
     pages_public,
     pages_rating,
 )
+from hub.web.routes.api_docs import router as docs_router
 from hub.web.security_headers import SecurityHeadersMiddleware
 from hub.web.templating import STATIC, render, wants_html
 from hub.web.threads import limit_request_threads
@@ -90,6 +91,9 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
 
     app = FastAPI(
         title="ChatEval Hub",
+        docs_url=None,  # /docs is hub.web.routes.api_docs: Swagger UI from our static files, not a CDN
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
         version="0.1.0",
         lifespan=lifespan,
         dependencies=[Depends(refuse_malformed_input)],  # control characters, out-of-range numbers: 422 first
@@ -104,6 +108,7 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
     app.add_middleware(SecurityHeadersMiddleware)  # around everything, refusals included; it only adds headers
 
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
+    app.include_router(docs_router)
 
     @app.exception_handler(HubError)
     async def hub_error(request: Request, exc: HubError):

@@ -2,10 +2,9 @@
 referrer that never leaves the site (so an invite token in a URL never reaches another site).
 
 The pages use no inline script or style and nothing from another site, so the policy is `default-src 'self'`, with
-only `data:` images added (the empty favicon). Two routes differ, each only where it must:
+only `data:` images added (the empty favicon, Swagger UI's icons). `/docs` is no exception: its Swagger UI is served
+from `hub/static/vendor/swagger-ui/` and started by a script file. One route differs, only where it must:
 
-- `/docs` (and its OAuth2 redirect, `/redoc`): Swagger UI is loaded from cdn.jsdelivr.net and started by an inline
-  script; scripts, styles and images from there (and inline ones) are allowed on these routes only.
 - `/mturk/`: Mechanical Turk shows the task page in a frame on its worker sites and the finished page posts the
   assignment back to them, so those sites may frame it and receive its forms; X-Frame-Options cannot name them and
   is left out there (browsers that know frame-ancestors ignore it anyway).
@@ -28,16 +27,8 @@ BASE = {
     "form-action": "'self'",
     "frame-ancestors": "'none'",
 }
-SWAGGER_CDN = "https://cdn.jsdelivr.net"
-DOCS = {
-    **BASE,
-    "script-src": f"'self' 'unsafe-inline' {SWAGGER_CDN}",
-    "style-src": f"'self' 'unsafe-inline' {SWAGGER_CDN}",
-    "img-src": "'self' data: https://fastapi.tiangolo.com",
-}
 MTURK_HOSTS = " ".join(SUBMIT_HOSTS)
 MTURK = {**BASE, "form-action": f"'self' {MTURK_HOSTS}", "frame-ancestors": MTURK_HOSTS}
-DOCS_PATHS = ("/docs", "/docs/oauth2-redirect", "/redoc")
 MTURK_PREFIX = "/mturk/"
 
 COMMON = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin"}
@@ -51,8 +42,7 @@ def headers_for(path: str) -> dict[str, str]:
     """The security headers of a response to `path`."""
     if path.startswith(MTURK_PREFIX):
         return {**COMMON, "Content-Security-Policy": _policy(MTURK)}
-    directives = DOCS if path in DOCS_PATHS else BASE
-    return {**COMMON, "Content-Security-Policy": _policy(directives), "X-Frame-Options": "DENY"}
+    return {**COMMON, "Content-Security-Policy": _policy(BASE), "X-Frame-Options": "DENY"}
 
 
 class SecurityHeadersMiddleware:

@@ -1,7 +1,7 @@
 """Every response carries a strict Content-Security-Policy (no inline script or style, nothing from elsewhere), may
 not be framed (X-Frame-Options DENY, frame-ancestors 'none'), is never sniffed (nosniff) and sends a same-origin
-Referrer-Policy. Two routes differ, each only as far as it must: /docs (Swagger UI from its CDN, with an inline
-start-up script) and the MTurk task page, which Mechanical Turk shows in a frame and which posts to MTurk."""
+Referrer-Policy. /docs too (Swagger UI is served from the hub's static files). One route differs, only as far as it
+must: the MTurk task page, which Mechanical Turk shows in a frame and which posts to MTurk."""
 
 from __future__ import annotations
 
@@ -37,6 +37,8 @@ def _directives(response) -> dict[str, str]:
         "/leaderboards/hub-open-v1",
         "/login",
         "/downloads",
+        "/docs",
+        "/static/vendor/swagger-ui/swagger-ui-bundle.js",
         "/no-such-page",
         "/api/overview",
         "/api/downloads/systems.csv",
@@ -57,15 +59,22 @@ def test_every_response_has_the_strict_headers(client, path):
     assert response.headers["referrer-policy"] == "same-origin"
 
 
-def test_docs_may_load_swagger_ui_from_its_cdn_but_not_be_framed(client):
+def test_docs_load_swagger_ui_from_the_hub_only(client):
     response = client.get("/docs")
-    assert response.status_code == 200 and "cdn.jsdelivr.net" in response.text
-    directives = _directives(response)
-    assert (
-        "https://cdn.jsdelivr.net" in directives["script-src"] and "https://cdn.jsdelivr.net" in directives["style-src"]
-    )
-    assert directives["frame-ancestors"] == "frame-ancestors 'none'" and response.headers["x-frame-options"] == "DENY"
-    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.status_code == 200
+    sources = re.findall(r'(?:src|href)="([^"]+)"', response.text)
+    assert "/static/vendor/swagger-ui/swagger-ui-bundle.js" in sources and "/static/api_docs.js" in sources
+    assert [s for s in sources if "//" in s or s.startswith("http")] == []  # nothing from another site
+    assert set(_directives(response)) == {
+        "default-src",
+        "img-src",
+        "object-src",
+        "base-uri",
+        "form-action",
+        "frame-ancestors",
+    }  # no script-src/style-src exception
+    for path in ("/redoc", "/docs/oauth2-redirect"):  # FastAPI's CDN pages are gone
+        assert client.get(path).status_code == 404
 
 
 def test_the_mturk_task_page_may_be_framed_by_mturk_only(client):
