@@ -81,6 +81,31 @@ def test_the_judging_pages_render_in_chromium(browser, judged_site):
     assert "done" in page.locator("table").last.inner_text()
     assert SECRET not in page.content()
     _shot(page, "admin")
-
     assert not problems, problems
+
+    form = page.locator('form[action="/admin/judging/judges"]')
+    form.locator('input[name="name"]').fill("second")
+    form.locator('input[name="base_url"]').fill("https://judge.example.org/v1")
+    form.locator('input[name="model"]').fill("m2")
+    form.locator('input[name="key_ref"]').fill(SECRET)  # a key pasted where its variable's name belongs
+    form.locator('button[type="submit"]').click()
+    alert = page.locator('p.error[role="alert"]')
+    assert "key_ref" in alert.inner_text() and SECRET not in page.content()
+    form = page.locator('form[action="/admin/judging/judges"]')
+    form.locator('input[name="name"]').fill("second")
+    form.locator('input[name="base_url"]').fill("https://judge.example.org/v1")
+    form.locator('input[name="model"]').fill("m2")
+    form.locator('input[name="key_ref"]').fill("SECOND_JUDGE_KEY")
+    form.locator('button[type="submit"]').click()
+    page.wait_for_url("**/admin/judging")
+    assert "SECOND_JUDGE_KEY" in page.locator("table").first.inner_text()
+    attach = page.locator('form[action="/admin/judging/attach"]')
+    attach.locator('select[name="kind"]').select_option("function_metric")
+    attach.locator('select[name="metric"]').select_option("length.words")
+    attach.locator('button[type="submit"]').click()
+    page.wait_for_url("**/admin/judging")
+    assert "length.words" in page.locator("table").nth(1).inner_text()
+
+    # the refused form answered 422 (Chromium logs the status); nothing else went wrong
+    assert [p for p in problems if "status of 422" not in p] == []
     context.close()
