@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import sqlalchemy as sa
 from sqlmodel import Session, col, func, select
 
 from hub.errors import NotFound
@@ -169,12 +170,14 @@ def download_lines(session: Session, conversation_set: ConversationSet) -> list[
         "metrics": conversation_set.metrics,
     }
     lines = [_line(run)]
-    query = (
-        select(ConversationScore)
-        .where(ConversationScore.set_id == conversation_set.id)
-        .order_by(col(ConversationScore.position), col(ConversationScore.turn).nulls_last())
+    table = ConversationScore.__table__  # type: ignore[attr-defined]
+    query = (  # columns, not ORM objects: a large set has hundreds of thousands of rows
+        sa.select(table.c.conversation, table.c.system, table.c.line, table.c.turn, table.c.role)
+        .add_columns(table.c["values"], table.c.skipped, table.c.details)
+        .where(table.c.set_id == conversation_set.id)
+        .order_by(table.c.position, table.c.turn.nulls_last())
     )
-    for row in session.exec(query):
+    for row in session.execute(query):
         ids = {"conversation": row.conversation, "system": row.system}
         record: dict[str, Any]
         if row.turn is None:
