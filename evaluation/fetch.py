@@ -68,7 +68,8 @@ def _by_checksum(folder: Path, sha256: str, *, largest: int = 64 << 20) -> Path 
     """A file in a local mirror's sub-folders (two levels, e.g. the original ChatEval's `prompts/ncm.txt`) whose
     sha256 is the expected one, for mirrors that keep the files under other names."""
     for path in sorted([*folder.glob("*/*"), *folder.glob("*/*/*")]):
-        if path.is_file() and path.stat().st_size <= largest and hashlib.sha256(path.read_bytes()).hexdigest() == sha256:
+        small = path.is_file() and path.stat().st_size <= largest
+        if small and hashlib.sha256(path.read_bytes()).hexdigest() == sha256:
             return path
     return None
 
