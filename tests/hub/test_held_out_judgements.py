@@ -92,7 +92,7 @@ def test_raters_created_in_a_burst_are_held_out_on_the_page_and_flagged_in_the_d
         public = client.get(f"/api/experiments/{experiment.id}").json()
         assert public["held_out"]["raters"] == 4
         schema = client.get("/downloads", headers={"Accept": "text/html"}).text
-        assert "held_out (true while" in schema  # the field is documented
+        assert "<code>held_out</code> (true while" in schema  # the field is documented
         for fmt, true in (("jsonl", True), ("csv", "true")):
             rows = _download(client, fmt, experiment.id)
             held = {r["rater"] for r in rows if r["held_out"] == true}

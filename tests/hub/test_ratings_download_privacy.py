@@ -60,7 +60,7 @@ def test_no_public_view_carries_client_bursts_or_client_hashes(hub_env, people, 
             assert all("client_burst" not in row for row in rows), fmt
             _assert_private_data_absent(response.text, private, f"ratings.{fmt}")
         schema = client.get("/downloads", headers={"Accept": "text/html"}).text
-        assert "held_out (true while" in schema and "client_burst" not in schema  # not documented as a field
+        assert "<code>held_out</code> (true while" in schema and "client_burst" not in schema  # not a field
 
         public_json = client.get(f"/api/experiments/{experiment.id}")
         assert public_json.status_code == 200 and public_json.json()["held_out"]["raters"] == 4

@@ -260,7 +260,6 @@ def compare_page(
 def _downloads() -> dict[str, Any]:
     return {
         "schema_version": exports.SCHEMA_VERSION,
-        "schema_doc": (exports.__doc__ or "").strip(),
         "kinds": [
             {
                 "kind": kind,
