@@ -28,6 +28,9 @@ class ConversationSet(SQLModel, table=True):
     is_public: bool = Field(default=False, description="The owner asks for it to be public (after approval).")
     review: str = Field(default="pending", max_length=12, index=True, description="pending, approved or rejected")
     review_reason: str | None = Field(default=None, max_length=5_000)
+    dataset_name: str | None = Field(
+        default=None, max_length=120, description="A dataset whose attached rubrics also grade the assistant turns."
+    )
     filename: str = Field(max_length=255)
     file_sha256: str = Field(max_length=64, index=True)
     conversations: int = 0

@@ -31,6 +31,7 @@ def upgrade() -> None:
         sa.Column("is_public", sa.Boolean(), nullable=False),
         sa.Column("review", sqlmodel.sql.sqltypes.AutoString(length=12), nullable=False),
         sa.Column("review_reason", sqlmodel.sql.sqltypes.AutoString(length=5000), nullable=True),
+        sa.Column("dataset_name", sqlmodel.sql.sqltypes.AutoString(length=120), nullable=True),
         sa.Column("filename", sqlmodel.sql.sqltypes.AutoString(length=255), nullable=False),
         sa.Column("file_sha256", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
         sa.Column("conversations", sa.Integer(), nullable=False),

@@ -1,7 +1,8 @@
 """The evaluation job of a conversation set: every registered function metric (the shipped ones, entry points and
 the plugins the hub's workers load) over every turn by role and every conversation, in dependency order with
-their gates, as `chateval evaluate --conversations` does; per-turn values and per-(system, role) aggregates
-written in one transaction.
+their gates, as `chateval evaluate --conversations` does, plus, when the set names a dataset, each rubric an admin
+attached to that dataset, graded by its judge on the assistant turns (context = the earlier messages; every call
+cached in the hub's judge-call cache); per-turn values and per-(system, role) aggregates written in one transaction.
 
 A job claims its set with a conditional update (queued -> evaluating, attempts + 1), so a second job for the same
 set does nothing; its results are written only if the set is still in the attempt it claimed."""
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
+from contextlib import ExitStack
 from typing import Any
 
 from sqlalchemy import Engine, delete, insert, update
@@ -17,11 +20,17 @@ from sqlmodel import Session, col
 
 import evaluation
 from evaluation.errors import EvaluationError
-from evaluation.function_metrics.conversations import parse_conversations
+from evaluation.function_metrics.conversations import Conversation, parse_conversations
 from evaluation.function_metrics.registry import plan_for
+from evaluation.function_metrics.rubric_turns import TURN_FIELDS, RubricTurns
 from evaluation.function_metrics.runner import ConversationResult, Summary, score_conversations
-from hub.models import ConversationAggregate, ConversationScore, ConversationSet
+from evaluation.llm.cache import CallCache
+from evaluation.llm.client import ChatClient
+from hub.errors import HubError
+from hub.models import ConversationAggregate, ConversationScore, ConversationSet, Judge
 from hub.models.common import utcnow
+from hub.services.judging.registry import attachments, endpoint_config, parse_attached_rubric
+from hub.settings import get_settings
 from hub.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -76,33 +85,59 @@ def evaluate_set(engine: Engine, storage: Storage, set_id: int) -> str | None:
         with Session(engine) as session:
             conversation_set = session.get(ConversationSet, set_id)
             assert conversation_set is not None
-            sha256, filename, total = (
-                conversation_set.file_sha256,
-                conversation_set.filename,
-                conversation_set.conversations,
-            )
+            sha256, filename = conversation_set.file_sha256, conversation_set.filename
+            total, dataset = conversation_set.conversations, conversation_set.dataset_name
         conversations = parse_conversations(storage.get(sha256), name=filename)
-        nodes = plan_for(None)
-        summary, rows = Summary(), []
-        done, last = 0, time.monotonic()
-
-        def step(count: int) -> None:
-            nonlocal done, last
-            done += count
-            if time.monotonic() - last >= PROGRESS_EVERY_S:
-                last = time.monotonic()
-                _set_progress(engine, set_id, attempt, done / max(1, total))
-
-        for position, result in enumerate(score_conversations(conversations, nodes, on_done=step)):
-            summary.add_result(result)
-            rows.extend(score_rows(set_id, result, position))
-        metrics = [node.to_dict() for node in nodes]
-        return _write(engine, set_id, attempt, rows, summary.rows(), metrics)
-    except EvaluationError as exc:
-        return _fail(engine, set_id, attempt, exc.describe())
+        with ExitStack() as stack:
+            nodes = plan_for(None, rubric_nodes(engine, dataset, stack) if dataset else [])
+            return _score(engine, set_id, attempt, conversations, nodes, total)
+    except (EvaluationError, HubError) as exc:
+        return _fail(engine, set_id, attempt, exc.describe() if isinstance(exc, EvaluationError) else exc.message)
     except Exception as exc:  # a bug or a lost storage object: recorded on the set, then raised for the log
         _fail(engine, set_id, attempt, f"{type(exc).__name__}: {exc}")
         raise
+
+
+def rubric_nodes(engine: Engine, dataset: str, stack: ExitStack) -> list[RubricTurns]:
+    """The rubrics attached to `dataset` that can grade a turn (they show the judge context and response only),
+    each graded by its judge through the judge-call cache the judging runs use (opened on `stack`)."""
+    with Session(engine) as session:
+        attached = [a for a in attachments(session, dataset) if a.kind == "rubric"]
+        judges = {a.judge_id: session.get(Judge, a.judge_id) for a in attached}
+        session.expunge_all()
+    nodes: dict[str, RubricTurns] = {}
+    cache: CallCache | None = None
+    for attachment in attached:
+        rubric = parse_attached_rubric(attachment.rubric_yaml or "")
+        judge = judges.get(attachment.judge_id)
+        if judge is None or any(name not in TURN_FIELDS for name in rubric.fields):
+            continue  # a rubric showing the judge a reference answer has nothing to read on a conversation turn
+        if cache is None:
+            cache = stack.enter_context(CallCache(get_settings().data_dir / "llm-cache.sqlite3"))
+        config = endpoint_config(judge)
+        node = RubricTurns(rubric, ChatClient(config, cache=cache), judge=config.public_dict())
+        nodes.setdefault(node.name, node)  # one grading per rubric id, by the judge attached first
+    return list(nodes.values())
+
+
+def _score(
+    engine: Engine, set_id: int, attempt: int, conversations: list[Conversation], nodes: Sequence[Any], total: int
+) -> str | None:
+    summary, rows = Summary(), []
+    done, last = 0, time.monotonic()
+
+    def step(count: int) -> None:
+        nonlocal done, last
+        done += count
+        if time.monotonic() - last >= PROGRESS_EVERY_S:
+            last = time.monotonic()
+            _set_progress(engine, set_id, attempt, done / max(1, total))
+
+    for position, result in enumerate(score_conversations(conversations, nodes, on_done=step)):
+        summary.add_result(result)
+        rows.extend(score_rows(set_id, result, position))
+    metrics = [node.to_dict() for node in nodes]
+    return _write(engine, set_id, attempt, rows, summary.rows(), metrics)
 
 
 def _current(session: Session, set_id: int, attempt: int) -> ConversationSet | None:

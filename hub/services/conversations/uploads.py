@@ -20,6 +20,7 @@ from hub.models import ConversationSet, User
 from hub.models.common import utcnow
 from hub.queue import EVALUATE_CONVERSATION_SET, enqueue
 from hub.services.platform import audit
+from hub.services.platform.datasets import installed_dataset
 from hub.services.submissions.submissions import UploadedFile, _validated
 from hub.storage import Storage
 from hub.system_names import MAX_DESCRIPTION_CHARS, RefusedText, check_name, check_text
@@ -27,6 +28,7 @@ from hub.system_names import MAX_DESCRIPTION_CHARS, RefusedText, check_name, che
 log = logging.getLogger(__name__)
 FILE_FIELD = "conversations"
 MAX_FILENAME_CHARS = 255
+MAX_DATASET_CHARS = 120
 # A queued set older than this has probably lost its job (the queue was down when it was made): the sweep resends it.
 RESEND_AFTER = timedelta(seconds=60)
 
@@ -36,6 +38,7 @@ class SetForm:
     name: str
     description: str = ""
     is_public: bool = False
+    dataset: str | None = None  # its attached rubrics also grade the assistant turns (LLM judges)
 
 
 def check_form(form: SetForm) -> SetForm:
@@ -47,6 +50,13 @@ def check_form(form: SetForm) -> SetForm:
         check_text(form.description, label="description", max_chars=MAX_DESCRIPTION_CHARS)
     except RefusedText as exc:
         raise UnprocessableInput(str(exc), field="description") from exc
+    if form.dataset:
+        if len(form.dataset) > MAX_DATASET_CHARS:
+            raise UnprocessableInput(f"dataset must be at most {MAX_DATASET_CHARS} characters", field="dataset")
+        try:
+            installed_dataset(form.dataset)
+        except NotFound as exc:
+            raise BadRequest(f"unknown dataset {form.dataset!r}", field="dataset") from exc
     return form
 
 
@@ -76,6 +86,7 @@ def create_set(session: Session, storage: Storage, *, owner: User, form: SetForm
         name=form.name,
         description=form.description,
         is_public=form.is_public,
+        dataset_name=form.dataset or None,
         filename=filename,
         file_sha256=sha256,
         conversations=counted[0],

@@ -27,6 +27,7 @@ def set_json(conversation_set: ConversationSet, *, private: bool) -> dict[str, A
         "status": conversation_set.status,
         "progress": conversation_set.progress,
         "conversations": conversation_set.conversations,
+        "dataset": conversation_set.dataset_name,
         "is_public": conversation_set.is_public,
         "public": conversation_set.is_public and conversation_set.review == "approved",
         "metrics": conversation_set.metrics,

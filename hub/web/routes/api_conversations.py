@@ -42,6 +42,7 @@ UPLOAD_FORM: dict[str, Any] = {
                         "name": {**TEXT, "description": "A label for the set (at most 120 characters)."},
                         "description": TEXT,
                         "is_public": {"type": "boolean", "description": "Public once an admin approves it."},
+                        "dataset": {**TEXT, "description": "Optional: that dataset's attached rubrics also grade."},
                         "conversations": {
                             "type": "string",
                             "format": "binary",
@@ -60,6 +61,7 @@ def set_form(form: FormData) -> uploads.SetForm:
         name=str(form.get("name", "")),
         description=str(form.get("description", "")),
         is_public=str(form.get("is_public", "")).lower() in TRUE_VALUES,
+        dataset=str(form.get("dataset", "")).strip() or None,
     )
 
 

@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from hub.errors import HubError
 from hub.services.conversations import uploads, views
+from hub.services.publishing.leaderboard import list_datasets
 from hub.storage import get_storage
 from hub.web import pagination
 from hub.web.csrf import CsrfDep
@@ -32,7 +33,14 @@ def list_page(request: Request, session: SessionDep, viewer: ViewerDep):
 
 
 def _form_page(request: Request, viewer, status_code: int = 200, **extra):
-    context = {"values": {"name": "", "description": ""}, "is_public": False, "error": None, "field": None, **extra}
+    context = {
+        "values": {"name": "", "description": "", "dataset": ""},
+        "datasets": list_datasets(),
+        "is_public": False,
+        "error": None,
+        "field": None,
+        **extra,
+    }
     return page(request, "conversation_set_new.html", viewer, context, status_code)
 
 
@@ -55,7 +63,7 @@ async def upload(request: Request, _csrf: CsrfDep, session: SessionDep, viewer: 
             uploads.create_set, session, get_storage(), owner=viewer, form=fields, upload=file
         )
     except HubError as exc:  # the form comes back as sent (the file cannot), with the message naming the line
-        values = {key: str(form.get(key, "")) for key in ("name", "description")}
+        values = {key: str(form.get(key, "")) for key in ("name", "description", "dataset")}
         extra = {"values": values, "is_public": form.get("is_public") is not None}
         return _form_page(request, viewer, exc.status_code, error=exc.message, field=exc.field, **extra)
     return RedirectResponse(f"/conversation-sets/{created.id}", status_code=303)
