@@ -11,6 +11,7 @@ is ever served to them. `cached_download` does the same for the async downloads 
 from __future__ import annotations
 
 import functools
+import gzip
 import hashlib
 import threading
 from collections.abc import Awaitable, Callable
@@ -28,7 +29,8 @@ from hub.services.publishing.read_side import PAGES, CachedPage, Version, curren
 
 Call = TypeVar("Call", bound=Callable[..., Any])
 CACHE_CONTROL = "no-cache"  # a browser or proxy keeps the page but asks again, with If-None-Match, every time
-VARY = "Cookie, Authorization"  # signed-in visitors get other answers at the same address
+VARY = "Cookie, Authorization, Accept-Encoding"  # signed-in visitors get other answers at the same address
+GZIP_FROM_BYTES = 1024
 DROPPED_HEADERS = frozenset(
     {"content-length", "content-type", "set-cookie", "etag", "last-modified", "cache-control", "vary"}
 )
@@ -75,9 +77,20 @@ def _not_modified(request: Request, etag: str, version: Version) -> bool:
     return False
 
 
-def _serve(key: str, version: Version, page: CachedPage) -> Response:
+def _accepts_gzip(request: Request) -> bool:
+    for coding in request.headers.get("accept-encoding", "").split(","):
+        name, _, params = coding.strip().partition(";")
+        if name.strip().lower() == "gzip":
+            return params.replace(" ", "") not in ("q=0", "q=0.0", "q=0.00", "q=0.000")
+    return False
+
+
+def _serve(request: Request, key: str, version: Version, page: CachedPage) -> Response:
     headers = {**dict(page.headers), **_validators(key, version)}
-    return Response(page.body, status_code=page.status_code, media_type=page.media_type, headers=headers)
+    body = page.body
+    if page.gzipped is not None and _accepts_gzip(request):
+        body, headers["Content-Encoding"] = page.gzipped, "gzip"
+    return Response(body, status_code=page.status_code, media_type=page.media_type, headers=headers)
 
 
 def _as_response(result: Any, kwargs: dict[str, Any]) -> Response:
@@ -99,7 +112,10 @@ def _keep(response: Response) -> CachedPage | None:
     if response.status_code != 200 or not isinstance(body, bytes) or response.background is not None:
         return None
     headers = tuple((k, v) for k, v in response.headers.items() if k.lower() not in DROPPED_HEADERS)
-    return CachedPage(body=body, media_type=response.media_type, headers=headers)
+    if any(k.lower() == "content-encoding" for k, _ in headers):
+        return None
+    gzipped = gzip.compress(body, compresslevel=6, mtime=0) if len(body) >= GZIP_FROM_BYTES else None
+    return CachedPage(body=body, media_type=response.media_type, headers=headers, gzipped=gzipped)
 
 
 def _respond(request: Request, key: str, version: Version, build: Callable[[], Response]) -> Response:
@@ -115,7 +131,7 @@ def _respond(request: Request, key: str, version: Version, build: Callable[[], R
                 if page is None:
                     return response
                 PAGES.put(key, version, page)
-    return _serve(key, version, page)
+    return _serve(request, key, version, page)
 
 
 def public_page(name: str) -> Callable[[Call], Call]:
@@ -155,4 +171,4 @@ async def cached_download(request: Request, name: str, build: Callable[[], Await
         if page is None:
             return response
         PAGES.put(key, version, page)
-    return _serve(key, version, page)
+    return _serve(request, key, version, page)

@@ -60,6 +60,11 @@ class CachedPage:
     media_type: str | None
     headers: tuple[tuple[str, str], ...]  # the built answer's own headers (pagination, filename, schema version)
     status_code: int = 200
+    gzipped: bytes | None = None  # the body compressed once, for clients that accept gzip
+
+    @property
+    def size(self) -> int:
+        return len(self.body) + len(self.gzipped or b"")
 
 
 class PageCache:
@@ -85,7 +90,7 @@ class PageCache:
             return page
 
     def put(self, key: str, version: Version, page: CachedPage) -> None:
-        if len(page.body) > min(MAX_ENTRY_BYTES, self.max_bytes):
+        if page.size > min(MAX_ENTRY_BYTES, self.max_bytes):
             return
         with self._lock:
             if version != self._version:
@@ -96,12 +101,12 @@ class PageCache:
                 self._bytes = 0
             old = self._entries.pop(key, None)
             if old is not None:
-                self._bytes -= len(old.body)
+                self._bytes -= old.size
             self._entries[key] = page
-            self._bytes += len(page.body)
+            self._bytes += page.size
             while self._entries and (len(self._entries) > self.max_entries or self._bytes > self.max_bytes):
                 _, evicted = self._entries.popitem(last=False)
-                self._bytes -= len(evicted.body)
+                self._bytes -= evicted.size
 
     def clear(self) -> None:
         with self._lock:

@@ -143,3 +143,18 @@ def test_a_submission_evaluated_by_the_worker_shows_on_the_next_anonymous_view(h
             time.sleep(0.1)
         for url in urls:
             assert "Fresh Heron" in client.get(url).text, url
+
+
+def test_clients_that_accept_gzip_get_the_same_page_compressed_once(hub):
+    import gzip
+
+    client, _, _ = hub
+    url = f"/leaderboards/{DATASET}"
+    plain = client.get(url, headers={"Accept-Encoding": "identity"})
+    assert "content-encoding" not in plain.headers
+    with client.stream("GET", url, headers={"Accept-Encoding": "br, gzip;q=0.8"}) as packed:
+        assert packed.headers["content-encoding"] == "gzip" and "Accept-Encoding" in packed.headers["vary"]
+        raw = b"".join(packed.iter_raw())
+    assert gzip.decompress(raw) == plain.content and len(raw) < len(plain.content)
+    refused = client.get(url, headers={"Accept-Encoding": "gzip;q=0"})
+    assert "content-encoding" not in refused.headers and refused.content == plain.content
