@@ -16,6 +16,7 @@ from hub.db import get_engine
 from hub.services.conversations import evaluation as conversation_evaluation
 from hub.services.conversations import uploads as conversation_uploads
 from hub.services.human.mturk.polling import poll_open_experiments
+from hub.services.judging import rater_qa
 from hub.services.judging import runs as judging_runs
 from hub.services.notifications import mail
 from hub.services.platform.outbox import drain
@@ -99,6 +100,11 @@ def evaluate_conversation_set(set_id: int) -> str | None:
     return conversation_evaluation.evaluate_set(get_engine(), get_storage(), set_id)
 
 
+def run_rater_qa(run_id: int) -> str:
+    """A QA run: a rubric graded by a judge over the free-text reasons raters gave in one experiment."""
+    return rater_qa.run_rater_qa(get_engine(), run_id)
+
+
 HANDLERS: dict[str, Callable[..., Any]] = {
     queue.EVALUATE_SUBMISSION: evaluate_submission,
     queue.REQUEUE_STALLED: requeue_stalled,
@@ -109,6 +115,7 @@ HANDLERS: dict[str, Callable[..., Any]] = {
     queue.JUDGE_SUBMISSION: judge_submission,
     queue.EVALUATE_CONVERSATION_SET: evaluate_conversation_set,
     queue.SEND_MAIL: send_mail,
+    queue.RATER_QA: run_rater_qa,
 }
 
 

@@ -29,6 +29,7 @@ PUBLISH_SNAPSHOT = "publish_snapshot"  # the public snapshot to HUB_SNAPSHOT_URL
 JUDGE_SUBMISSION = "judge_submission"  # a judging run (LLM judges, rubrics, function metrics) by run id
 SEND_MAIL = "send_mail"  # the e-mail outbox over SMTP (a no-op when HUB_SMTP_HOST is empty)
 EVALUATE_CONVERSATION_SET = "evaluate_conversation_set"  # function metrics over an uploaded conversation set, by id
+RATER_QA = "rater_qa"  # a QA rubric graded by a judge over the raters' reasons of an experiment, by run id
 JOB_NAMES = (
     EVALUATE_SUBMISSION,
     REQUEUE_STALLED,
@@ -39,6 +40,7 @@ JOB_NAMES = (
     PUBLISH_SNAPSHOT,
     SEND_MAIL,
     EVALUATE_CONVERSATION_SET,
+    RATER_QA,
 )
 
 # What the queue raises when it cannot take a job: Redis down or unreachable, the SQLite queue's file unwritable.
@@ -106,6 +108,7 @@ def tasks() -> dict:
         EVALUATE_CONVERSATION_SET: huey.task(retries=1, retry_delay=10, name=EVALUATE_CONVERSATION_SET)(
             _runner(EVALUATE_CONVERSATION_SET)
         ),
+        RATER_QA: huey.task(retries=1, retry_delay=30, name=RATER_QA)(_runner(RATER_QA)),
         SEND_MAIL: huey.periodic_task(crontab(minute="*"), name=SEND_MAIL)(_runner(SEND_MAIL)),
     }
 

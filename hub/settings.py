@@ -49,6 +49,10 @@ class HubSettings(BaseSettings):
     token_failures_per_client: str = Field(default="20/minute", description="Unknown API tokens per client address.")
     new_raters_per_client: str = Field(default="5/minute;20/hour", description="Cohort raters one client creates.")
     max_upload_bytes: int = Field(default=100 * 1024 * 1024, description="Largest accepted uploaded file.")
+    submissions_per_day: int = Field(default=5, ge=1, le=100_000, description="Valid submissions per user per UTC day.")
+    submission_attempts_per_day: int = Field(
+        default=50, ge=1, le=1_000_000, description="Upload attempts (valid or not) per user per UTC day."
+    )
     max_form_bytes: int = Field(
         default=1024 * 1024, ge=1, description="Largest request body of a form or JSON call (uploads: see body_limit)."
     )

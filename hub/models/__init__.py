@@ -8,6 +8,7 @@ from hub.models.irt_fit import IrtFit
 from hub.models.notification import Notification, OutgoingMail, PasswordReset
 from hub.models.judging import DatasetJudging, Judge, JudgeJudgement, JudgingRun, RubricGrade
 from hub.models.outbox import OutboxJob
+from hub.models.rater_qa import RaterQaAdminGrade, RaterQaGrade, RaterQaRun, RatingReason
 from hub.models.rating import Assignment, AssignmentStatus, Rater, RaterInvite, Rating
 from hub.models.score import Score
 from hub.models.submission import Submission, SubmissionStatus
@@ -40,7 +41,11 @@ __all__ = [
     "PasswordReset",
     "Rater",
     "RaterInvite",
+    "RaterQaAdminGrade",
+    "RaterQaGrade",
+    "RaterQaRun",
     "Rating",
+    "RatingReason",
     "RubricGrade",
     "Score",
     "Submission",

@@ -28,6 +28,7 @@
   pairs.forEach((p, i) => p.addEventListener("click", () => { current = i; pairs.forEach((q, j) => q.classList.toggle("current", j === i)); }));
   document.addEventListener("keydown", (event) => {
     if (event.altKey || event.ctrlKey || event.metaKey) return;
+    if (event.target instanceof HTMLTextAreaElement) return; // typing a reason, not a shortcut
     if (event.key === "j") { focusPair(current + 1); return; }
     if (event.key === "k") { focusPair(current - 1); return; }
     const radios = pairs[current]?.querySelectorAll("input[type=radio]");

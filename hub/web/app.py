@@ -44,6 +44,7 @@ from hub.web.routes import (
     pages_public,
     pages_rating,
 )
+from hub.web.routes import api_rater_qa, pages_rater_qa
 from hub.web.routes.api_docs import router as docs_router
 from hub.web.security_headers import SecurityHeadersMiddleware
 from hub.web.templating import STATIC, render, wants_html
@@ -161,6 +162,8 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
     app.include_router(pages_public.router)
     app.include_router(pages_irt.router)
     app.include_router(pages_judging.router)
+    app.include_router(api_rater_qa.router)  # /api/admin/experiments/ID/qa...
+    app.include_router(pages_rater_qa.router)  # /admin/experiments/ID/qa
     app.include_router(pages_conversations.router)
     app.include_router(pages_experiments.router)
     app.include_router(pages_rating.router)

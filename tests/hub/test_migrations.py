@@ -36,6 +36,10 @@ EXPECTED_TABLES = {
     "conversationset",  # 0014: conversation sets, their per-turn values and per-role aggregates
     "conversationscore",
     "conversationaggregate",
+    "ratingreason",  # 0015: raters' free-text reasons and their QA (judge and admin grades)
+    "raterqarun",
+    "raterqagrade",
+    "raterqaadmingrade",
     "alembic_version",
 }
 

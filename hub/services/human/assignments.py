@@ -36,7 +36,7 @@ from hub.models import (
     TieMode,
 )
 from hub.models.common import utcnow
-from hub.services.human import adaptive
+from hub.services.human import adaptive, rating_reasons
 from hub.settings import get_settings
 
 CHOICES = {TieMode.single: ("left", "tie", "right"), TieMode.split: ("left", "both_good", "both_bad", "right")}
@@ -252,7 +252,9 @@ def _same_answers(session: Session, assignment: Assignment, choices: dict[int, s
     return dict(stored) == choices
 
 
-def submit(session: Session, assignment: Assignment, choices: dict[int, str]) -> Assignment:
+def submit(
+    session: Session, assignment: Assignment, choices: dict[int, str], reasons: dict[int, str] | None = None
+) -> Assignment:
     """Store one rater's answers for a whole task, all or nothing. Returns the assignment with its completion code.
 
     A racing request (the same submission twice at once, a release of the timed-out assignment) can change the
@@ -262,6 +264,7 @@ def submit(session: Session, assignment: Assignment, choices: dict[int, str]) ->
         raise NotFound(f"no experiment #{assignment.experiment_id}")
     items = task_items(session, assignment.task_id)
     choices = _checked_choices(items, choices, experiment.tie_mode)
+    reasons = rating_reasons.checked_reasons(experiment, items, reasons)  # free text, when the study asks
     for _ in range(SUBMIT_ATTEMPTS):
         if assignment.status in DONE:
             if _same_answers(session, assignment, choices):
@@ -269,7 +272,7 @@ def submit(session: Session, assignment: Assignment, choices: dict[int, str]) ->
             raise Conflict("this task was already submitted with different answers")
         if experiment.status != ExperimentStatus.open:
             raise Conflict(f"experiment #{experiment.id} is closed: it takes no more ratings")
-        if _store(session, experiment, assignment, items, choices):
+        if _store(session, experiment, assignment, items, choices, reasons):
             session.refresh(assignment)
             if experiment.released_tasks is not None:  # adaptive: the next round, or the stop, once this one is done
                 adaptive.advance(session, experiment.id)
@@ -284,6 +287,7 @@ def _store(
     assignment: Assignment,
     items: list[ExperimentItem],
     choices: dict[int, str],
+    reasons: dict[int, str],
 ) -> bool:
     """One attempt at storing the answers, in one transaction. False (rolled back) when a racing request changed the
     assignment first; Conflict when it timed out and its task has no free slot any more."""
@@ -316,6 +320,7 @@ def _store(
                 created_at=now,
             )
         )
+    rating_reasons.add_reasons(session, assignment, reasons, now)
     session.execute(update(Task).where(col(Task.id) == assignment.task_id).values(completed=Task.completed + 1))
     try:
         session.commit()

@@ -84,6 +84,9 @@ class ExperimentForm(BaseModel):
     )
     submission_id: int | None = Field(default=None, ge=1, le=MAX_ID)
     mturk: dict[str, Any] = Field(default_factory=dict, description="HIT options; see hub.services.human.mturk.")
+    reasons: Literal["off", "optional", "required"] = Field(
+        default="off", description="Ask raters for a short free-text reason with each judgement (private to admins)."
+    )
 
     @field_validator("backend", mode="before")
     @classmethod
@@ -237,6 +240,8 @@ def create_experiment(session: Session, actor: User | None, form: ExperimentForm
         except ValueError as exc:
             raise UnprocessableInput(f"Mechanical Turk options: {exc}", field="mturk") from None
     settings: dict[str, Any] = {"mturk": form.mturk} if form.mturk else {}
+    if form.reasons != "off":
+        settings["reasons"] = form.reasons
     priority = None
     if form.adaptive is not None:
         priority, order = _adaptive_priority(session, dataset, system_a, system_b)

@@ -19,7 +19,7 @@ from starlette.datastructures import FormData
 
 from hub.errors import Forbidden, NotFound, UnprocessableInput
 from hub.models import Assignment, Backend, Experiment
-from hub.services.human import assignments, mturk
+from hub.services.human import assignments, mturk, rating_reasons
 from hub.web.deps import DatabaseId, SessionDep
 from hub.web.routes.pages_rating import choices_from_form, render_task
 from hub.web.templating import render
@@ -115,7 +115,8 @@ def _mturk_task_submit(request: Request, experiment_id: int, session: Session, f
         "turkSubmitTo": turk_submit_to,
     }
     try:
-        done = assignments.submit(session, assignment, choices_from_form(form))
+        reasons = rating_reasons.reasons_from_form(form.multi_items())
+        done = assignments.submit(session, assignment, choices_from_form(form), reasons)
     except UnprocessableInput as exc:  # show the block again with what is wrong; nothing was stored
         return _form(request, session, experiment, assignment, params, errors=exc.message, status_code=422)
     return _done(request, done, turk_submit_to)

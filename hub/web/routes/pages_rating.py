@@ -16,7 +16,7 @@ from starlette.datastructures import FormData
 from hub.errors import Forbidden, NotFound, UnprocessableInput
 from hub.models import Assignment, Experiment, ExperimentItem, Rater, RaterInvite, TieMode
 from hub.services.accounts.rate_limits import client_address
-from hub.services.human import assignments, raters
+from hub.services.human import assignments, raters, rating_reasons
 from hub.web.deps import DatabaseId, SessionDep
 from hub.web.openapi_docs import error_responses
 from hub.web.templating import render
@@ -62,6 +62,8 @@ def render_task(
         "hidden": hidden,
         "preview": preview,
         "errors": errors,
+        "reasons": rating_reasons.reason_mode(experiment),
+        "reason_chars": rating_reasons.MAX_REASON_CHARS,
     }
     return render(request, "rate.html", context, status_code=status_code)
 
@@ -152,7 +154,8 @@ def _rate_submit(request: Request, token: str, session: Session, form: FormData)
     assignment = assignments.assignment_for_key(session, int(raw_id), key)
     _check_invite_owns(session, invite, assignment)
     try:
-        done = assignments.submit(session, assignment, choices_from_form(form))
+        reasons = rating_reasons.reasons_from_form(form.multi_items())
+        done = assignments.submit(session, assignment, choices_from_form(form), reasons)
     except UnprocessableInput as exc:  # show the block again with what is wrong; nothing was stored
         items = assignments.task_items(session, assignment.task_id)
         hidden = {"assignment_id": assignment.id, "key": key}
@@ -174,6 +177,9 @@ def _rate_submit(request: Request, token: str, session: Session, form: FormData)
 class RatingSubmission(BaseModel):
     key: str = Field(min_length=1, max_length=100)
     choices: dict[int, str] = Field(description="item id -> left | right | tie | both_good | both_bad")
+    reasons: dict[int, str] = Field(
+        default_factory=dict, max_length=1_000, description="item id -> a short free-text reason (when the study asks)"
+    )
 
 
 def task_json(assignment: Assignment, experiment: Experiment, items: list[ExperimentItem]) -> dict[str, Any]:
@@ -182,6 +188,7 @@ def task_json(assignment: Assignment, experiment: Experiment, items: list[Experi
         "key": assignments.assignment_key(assignment),
         "experiment_id": experiment.id,
         "choices": [c["value"] for c in choices_for(experiment)],
+        "reasons": rating_reasons.reason_mode(experiment),
         "items": [{"id": i.id, "context": i.context, "left": i.left_text, "right": i.right_text} for i in items],
     }
 
@@ -205,5 +212,5 @@ def api_submit(token: str, assignment_id: DatabaseId, body: RatingSubmission, se
     invite, _ = _invite_experiment(session, token)
     assignment = assignments.assignment_for_key(session, assignment_id, body.key)
     _check_invite_owns(session, invite, assignment)
-    done = assignments.submit(session, assignment, body.choices)
+    done = assignments.submit(session, assignment, body.choices, body.reasons)
     return {"assignment_id": done.id, "completion_code": done.completion_code, "status": done.status}
