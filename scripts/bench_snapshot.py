@@ -35,16 +35,22 @@ TARGET_S = 30.0
 CHATEVAL = ROOT / ".venv" / "bin" / "chateval"
 
 
-def timed_export(env: dict[str, str], out: Path) -> tuple[float, float, str]:
-    """`chateval export --out OUT` as its own process: (seconds, peak RSS in MB, its summary line)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_export(env: dict[str, str], out: Path) -> tuple[float, float, float, str]:
+    """`chateval export --out OUT` as its own process: (wall seconds, CPU seconds, peak RSS in MB, its summary
+    line). CPU time is the steadier figure on a shared machine."""
+    before, cpu = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, _cpu()
     started = time.perf_counter()
     done = subprocess.run([str(CHATEVAL), "export", "--out", str(out)], env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, _cpu() - cpu
     if done.returncode != 0:
         raise SystemExit(f"chateval export failed ({done.returncode}): {done.stderr[-2000:]}")
     peak = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
-    return seconds, peak, done.stdout.strip()
+    return seconds, cpu, peak, done.stdout.strip()
 
 
 PREVIOUS = """
@@ -63,10 +69,10 @@ for kind in exports.FIELDS:
 """
 
 
-def timed_previous(env: dict[str, str], out: Path) -> float:
-    started = time.perf_counter()
+def timed_previous(env: dict[str, str], out: Path) -> tuple[float, float]:
+    started, cpu = time.perf_counter(), _cpu()
     subprocess.run([sys.executable, "-c", PREVIOUS, str(out)], env=env, check=True)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, _cpu() - cpu
 
 
 def same_bytes(a: Path, b: Path) -> bool:
@@ -86,10 +92,10 @@ def bench(kind: str, args: argparse.Namespace, folder: Path) -> dict:
 
         get_settings.cache_clear()
         seed(args, datasets)
-        first_s, first_mb, line = timed_export(env, folder / "a")
-        second_s, _, _ = timed_export(env, folder / "b")
-        again_s, _, again_line = timed_export(env, folder / "a")
-        previous_s = timed_previous(env, folder / "previous")
+        first_s, first_cpu, first_mb, line = timed_export(env, folder / "a")
+        second_s, _, _, _ = timed_export(env, folder / "b")
+        again_s, _, _, again_line = timed_export(env, folder / "a")
+        previous_s, previous_cpu = timed_previous(env, folder / "previous")
         pointer = json.loads((folder / "a" / "latest.json").read_text())
         version = pointer["version"]
         manifest = json.loads((folder / "a" / version / "manifest.json").read_text())
@@ -102,6 +108,10 @@ def bench(kind: str, args: argparse.Namespace, folder: Path) -> dict:
             "unchanged_s": again_s,
             "peak_mb": first_mb,
             "previous_s": previous_s,
+            "first_cpu": first_cpu,
+            "previous_cpu": previous_cpu,
+            "load": os.getloadavg()[0],
+            "cores": os.cpu_count(),
             "identical": identical,
             "reused": "unchanged" in again_line,
             "sizes": manifest["sizes"],
@@ -124,6 +134,10 @@ def report(row: dict) -> None:
         f"{row['previous_s']:.1f} s: ratio {row['first_s'] / row['previous_s']:.2f}; "
         f"byte-identical: {row['identical']}; "
         f"{'ok' if ok else 'MISSED'}"
+    )
+    print(
+        f"{row['db']}: CPU time: export {row['first_cpu']:.1f} s, previous export {row['previous_cpu']:.1f} s "
+        f"(ratio {row['first_cpu'] / row['previous_cpu']:.2f}); load average {row['load']:.1f} on {row['cores']} cores"
     )
 
 

@@ -104,7 +104,7 @@ def _ratings_rows() -> list[dict]:
 
 
 def _write(tmp_path, fmt: str, rows: list[dict]):
-    writer = exports._jsonl if fmt == "jsonl" else exports._csv
+    writer = exports.jsonl_chunks if fmt == "jsonl" else exports.csv_chunks
     path = tmp_path / f"ratings.{fmt}"
     path.write_text("".join(writer("ratings", iter(rows))), encoding="utf-8", newline="")
     return path

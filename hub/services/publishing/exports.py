@@ -116,6 +116,7 @@ SPOOL_MEMORY_BYTES = 1024 * 1024  # a spooled download beyond this moves from me
 READ_BYTES = 64 * 1024  # a spooled download is sent in pieces of this size
 
 Row = dict[str, Any]
+_json_line = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode  # json.dumps(row, same options)
 
 
 @dataclass(frozen=True)
@@ -268,7 +269,7 @@ def jsonl_chunks(kind: str, rows: Iterator[Row], fields: tuple[str, ...] | None 
     yield json.dumps({"schema_version": SCHEMA_VERSION, "kind": kind, "fields": list(fields)}) + "\n"
     batch: list[str] = []
     for row in rows:
-        batch.append(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
+        batch.append(_json_line(row) + "\n")
         if len(batch) >= BATCH:
             yield "".join(batch)
             batch.clear()

@@ -46,6 +46,7 @@ EPOCH = "1970-01-01T00:00:00+00:00"
 TEMPLATES = Path(__file__).resolve().parents[3] / "templates"  # the hub's templates folder (as hub.web.templating)
 
 Progress = Callable[[str, int, int], None]  # (step, done, total)
+_json_text = json.JSONEncoder(ensure_ascii=False).encode  # lists and objects in the SQLite file
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ class _SqliteTable:
         values = [row[name] for name in self.table.fields]
         for i in self.json_columns:
             if values[i] is not None:
-                values[i] = json.dumps(values[i], ensure_ascii=False)
+                values[i] = _json_text(values[i])
         self.batch.append(values)
         if len(self.batch) >= exports.BATCH:
             self.flush()

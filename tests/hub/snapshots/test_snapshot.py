@@ -244,3 +244,51 @@ def test_export_needs_one_target_and_names_a_bad_one(hub_env, run_cli):
     assert run_cli("export").exit_code == 2
     result = run_cli("export", "--out", "ftp://example.org/x")
     assert result.exit_code == 3 and "out" in result.stderr and "s3://bucket/prefix" in result.stderr
+
+
+@pytest.fixture
+def postgres_hub(postgres_url, tmp_path, monkeypatch):
+    """A migrated hub on a fresh PostgreSQL database, with the baselines scored and an admin."""
+    from hub import db
+    from hub.migrate import upgrade
+    from hub.services.accounts.accounts import create_user
+    from hub.services.submissions.demo import seed_baselines
+    from hub.storage import get_storage
+    from tests.hub.conftest import _clear_caches
+
+    monkeypatch.setenv("HUB_DATA_DIR", str(tmp_path / "hub-data"))
+    monkeypatch.setenv("HUB_DATABASE_URL", postgres_url)
+    for name in ("HUB_STORAGE_URL", "HUB_QUEUE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    _clear_caches()
+    upgrade()
+    engine = db.get_engine()
+    with Session(engine) as session:
+        for role in ("owner", "admin"):
+            create_user(
+                session,
+                email=f"{role}@example.org",
+                password="correct horse battery",
+                display_name=role,
+                is_admin=role == "admin",
+            )
+    seed_baselines(engine, get_storage(), names=["echo", "retrieval"])
+    yield engine
+    engine.dispose()
+    _clear_caches()
+
+
+def test_on_postgresql_two_snapshots_are_byte_identical_and_hold_no_private_byte(postgres_hub, out):
+    admin, ids = _admin_and_baselines(postgres_hub)
+    helpers.seed_public(postgres_hub, admin, ids)
+    helpers.seed_private(postgres_hub, admin, ids)
+    first = snapshot.publish_snapshot(str(out / "a"))
+    second = snapshot.publish_snapshot(str(out / "b"))
+    assert first.version == second.version and not second.reused
+    a, b = helpers.every_byte(out / "a" / first.version), helpers.every_byte(out / "b" / first.version)
+    assert sorted(a) == sorted(b) and [name for name in a if a[name] != b[name]] == []
+    manifest, _ = helpers.read_whole(out / "a")
+    assert manifest["tables"]["ratings"] > 20 and manifest["tables"]["irt_systems"] == 2
+    for name, data in a.items():
+        for secret in (helpers.PRIVATE_NAME, helpers.PRIVATE_RESPONSE, helpers.UNAPPROVED_RESPONSE, "@example.org"):
+            assert secret.encode() not in data, (name, secret)
