@@ -31,6 +31,7 @@ from hub.web.routes import (
     api_judging,
     api_lifecycle,
     api_public,
+    api_queue,
     api_submissions,
     pages_account,
     pages_admin,
@@ -42,6 +43,7 @@ from hub.web.routes import (
     pages_lifecycle,
     pages_mturk,
     pages_public,
+    pages_queue,
     pages_rating,
 )
 from hub.web.routes import api_rater_qa, pages_rater_qa
@@ -149,6 +151,8 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
 
     app.include_router(api_lifecycle.router)  # GET /api/submissions?mine=1 before /{submission_id}
     app.include_router(api_submissions.router)
+    app.include_router(api_queue.router)  # /api/queue, /api/account/quota
+    app.include_router(pages_queue.router)  # /queue
     app.include_router(api_admin.router)
     app.include_router(api_admin_users.router)
     app.include_router(api_experiments.router)

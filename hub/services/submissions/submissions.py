@@ -15,6 +15,7 @@ from evaluation.responses import detect_format, parse_responses
 from hub.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, UnprocessableInput
 from hub.models import Submission, SubmissionStatus, System, User
 from hub.services.platform.datasets import installed_dataset
+from hub.services.submissions import quotas
 from hub.services.submissions.public_names import refuse_public_clash
 from hub.settings import get_settings
 from hub.storage import Storage
@@ -116,6 +117,7 @@ def create_submissions(
     unknown_logliks = sorted(set(logliks) - set(responses))
     if unknown_logliks:
         raise BadRequest(f"log-likelihood file for {unknown_logliks[0]!r} has no response file", field="loglik")
+    quotas.check(session, owner, len(checked))  # valid files only count (429 with the reset time when over)
 
     for dataset, upload, _, _ in checked:
         _refuse_duplicate(session, owner, dataset.name, upload)
@@ -124,6 +126,7 @@ def create_submissions(
         dataset.name: (storage.put(upload.data), storage.put(loglik.data) if loglik else None)
         for dataset, upload, _, loglik in checked
     }
+    quotas.reserve(session, owner, len(checked))  # again under a lock on the owner, held until the commit
     system = System(
         name=form.name,
         description=form.description,

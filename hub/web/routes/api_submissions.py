@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from hub.models import Score, Submission, System
 from hub.services.notifications.status_words import submission_words
+from hub.services.submissions import quotas
 from hub.services.submissions.submissions import create_submissions, get_visible
 from hub.storage import get_storage
 from hub.web.deps import DatabaseId, SessionDep, UserDep, ViewerDep
@@ -57,10 +58,11 @@ def submission_json(
     return data
 
 
-@router.post("", status_code=201, openapi_extra=SUBMISSION_FORM)
+@router.post("", status_code=201, openapi_extra=SUBMISSION_FORM, responses=error_responses(429))
 async def create(request: Request, session: SessionDep, user: UserDep) -> list[dict[str, Any]]:
     """Multipart form: name, description, paper_url, code_url, weights_url, is_public, baselines (repeatable),
     and one `responses[DATASET]` file per dataset plus optional `loglik[DATASET]` files."""
+    quotas.take_attempt(user)  # every upload counts toward the daily attempts, valid or not (429 past it)
     form = await request.form()
     system = system_form(form)
     responses, logliks = await run_in_threadpool(uploads, form)

@@ -14,6 +14,7 @@ from hub.errors import HubError
 from hub.models import Score, Submission, SubmissionStatus, System, User
 from hub.services.accounts import accounts, rate_limits
 from hub.services.publishing.leaderboard import list_datasets
+from hub.services.submissions import quotas
 from hub.services.submissions.results import finite
 from hub.services.submissions.submissions import create_submissions, get_visible
 from hub.storage import get_storage
@@ -233,6 +234,7 @@ def _submit_page(request: Request, session: Session, viewer: User, status_code=2
         "chosen_baselines": [],
         "error": None,
         "field": None,
+        "quota": quotas.quota(session, viewer),
         **extra,
     }
     return page(request, "submit.html", viewer, context, status_code)
@@ -251,6 +253,7 @@ async def submit(request: Request, _csrf: CsrfDep, session: SessionDep, viewer: 
         return login_redirect(request)
     form = await request.form()
     try:
+        quotas.take_attempt(viewer)  # every upload counts toward the daily attempts, valid or not
         system = system_form(form)
         responses, logliks = await run_in_threadpool(uploads, form)
         # Validating a large file takes a while: off the event loop, so other requests are served meanwhile.
@@ -273,7 +276,9 @@ async def submit(request: Request, _csrf: CsrfDep, session: SessionDep, viewer: 
             "error": exc.message,
             "field": exc.field,
         }
-        return await run_in_threadpool(_submit_page, request, session, viewer, exc.status_code, **extra)
+        refused = await run_in_threadpool(_submit_page, request, session, viewer, exc.status_code, **extra)
+        refused.headers.update(exc.response_headers)  # Retry-After on a quota's 429
+        return refused
     return RedirectResponse(f"/submissions/{created[0].id}", status_code=303)
 
 

@@ -1,0 +1,1 @@
+"""Daily submission quotas and the public queue."""
