@@ -50,3 +50,31 @@ def test_baseline_badge_only_for_baselines():
     assert 'class="badge badge-baseline"' in text(PUB.baseline_badge(True))
     both = text(PUB.badges({"is_baseline": True, "is_public": False}))
     assert both.count('class="badge badge-baseline"') == 1 and both.count('class="badge badge-private"') == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (0.0, "p &lt; 0.001"),
+        (0.00099, "p &lt; 0.001"),
+        (0.001, "p = 0.001"),
+        (0.012345, "p = 0.012"),
+        (None, 'p <span class="muted">n/a</span>'),
+    ],
+)
+def test_a_pvalue_in_a_sentence_says_p_less_than_not_p_equals_less_than(value, shown):
+    assert text(PUB.p_is(value)) == shown
+
+
+def test_no_template_writes_p_equals_before_a_pvalue_that_may_read_less_than():
+    """`p = {{ pub.pvalue(...) }}` reads "p = < 0.001" for small values; sentences use `pub.p_is`."""
+    import re
+
+    from hub.web.templating import TEMPLATES
+
+    found = [
+        f"{path.name}: {match.group(0)}"
+        for path in sorted(TEMPLATES.glob("*.html"))
+        for match in re.finditer(r"p\s*=\s*\{\{\s*pub\.pvalue", path.read_text(encoding="utf-8"))
+    ]
+    assert found == []
