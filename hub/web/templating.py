@@ -13,6 +13,40 @@ STATIC = Path(__file__).resolve().parent.parent / "static"
 
 templates = Jinja2Templates(directory=str(TEMPLATES))
 
+# How a page names an offending form field or parameter (the JSON API keeps the field's own name in `field`).
+FIELD_LABELS = {
+    "system_a_id": "System A",
+    "system_b_id": "System B",
+    "submission_id": "Submission",
+    "prompt_ids": "Prompt ids",
+    "most_informative": "Most informative prompts",
+    "known_answers": "Known answers",
+    "max_raters": "Most raters",
+    "judge_id": "Judge",
+    "key_ref": "Key reference",
+    "is_public": "Public",
+    "paper_url": "Paper URL",
+    "code_url": "Code URL",
+    "weights_url": "Weights URL",
+    "current_password": "Current password",
+}
+FILE_FIELD_LABELS = {"responses": "Responses for", "loglik": "Log-likelihoods for"}
+
+
+def field_label(field: str | None) -> str:
+    """`system_b_id` -> "System B", `responses[ncm]` -> "Responses for ncm", other names with spaces for underscores."""
+    if not field:
+        return ""
+    if field in FIELD_LABELS:
+        return FIELD_LABELS[field]
+    kind, bracket, rest = field.partition("[")
+    if bracket and rest.endswith("]") and kind in FILE_FIELD_LABELS:
+        return f"{FILE_FIELD_LABELS[kind]} {rest[:-1]}"
+    return field.replace("_", " ")
+
+
+templates.env.filters["field_label"] = field_label
+
 
 def render(request: Request, name: str, context: dict[str, Any] | None = None, status_code: int = 200):
     """Render a page; `viewer` (the logged-in user or None) is filled in by the routes' context."""

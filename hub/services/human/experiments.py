@@ -248,7 +248,9 @@ def create_experiment(session: Session, actor: User | None, form: ExperimentForm
         settings["adaptive"] = {"options": form.adaptive.model_dump(), "order": order}
     if form.most_informative is not None:
         if form.prompt_ids:
-            raise UnprocessableInput("give prompt_ids or most_informative, not both", field="most_informative")
+            raise UnprocessableInput(
+                "give either the prompt ids or a number of most informative prompts, not both", field="most_informative"
+            )
         from hub.services.statistics.irt_plan import most_informative
 
         chosen, settings["prompt_selection"] = most_informative(

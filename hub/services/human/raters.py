@@ -165,7 +165,7 @@ def create_invite(
     if not admin.is_admin:
         raise Forbidden("only admins invite raters")
     if not 1 <= max_raters <= MAX_MAX_RATERS:
-        raise UnprocessableInput(f"max_raters must be 1 to {MAX_MAX_RATERS}", field="max_raters")
+        raise UnprocessableInput(f"a cohort link takes 1 to {MAX_MAX_RATERS:,} raters", field="max_raters")
     token = INVITE_PREFIX + secrets.token_urlsafe(24)
     invite = RaterInvite(
         experiment_id=experiment.id,

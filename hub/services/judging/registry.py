@@ -183,7 +183,7 @@ def attach(session: Session, admin: User, dataset: str, form: AttachForm) -> Dat
     rubric_yaml = None
     if form.kind in ("judge", "rubric"):
         if form.judge_id is None:
-            raise UnprocessableInput(f"a {form.kind} needs judge_id (the judge that grades it)", field="judge_id")
+            raise UnprocessableInput(f"a {form.kind} needs a judge to grade it: choose one", field="judge_id")
         get_judge(session, form.judge_id)
     if form.kind == "judge":
         label = str(form.judge_id)

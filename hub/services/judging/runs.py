@@ -35,6 +35,7 @@ from hub.models import (
 )
 from hub.models.common import utcnow
 from hub.services.judging.registry import attachments, endpoint_config, parse_attached_rubric
+from hub.services.notifications.status_words import submission_words
 from hub.services.platform import audit
 from hub.services.platform.datasets import installed_dataset
 from hub.services.submissions.results import RESULT_STATUSES, read_responses
@@ -76,7 +77,8 @@ def request_run(session: Session, admin: User, submission_id: int) -> JudgingRun
     if submission is None:
         raise NotFound(f"no submission #{submission_id}")
     if submission.status not in RESULT_STATUSES:
-        raise Conflict(f"submission #{submission_id} is {submission.status}; it is judged once evaluated")
+        status = submission_words(submission.status).label.lower()
+        raise Conflict(f"submission #{submission_id} is {status}; it is judged once its automatic scores are in")
     if not attachments(session, submission.dataset_name):
         raise Conflict(f"dataset {submission.dataset_name} has no judge, rubric or function metric attached")
     run = _new_run(session, submission_id)

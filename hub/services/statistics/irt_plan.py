@@ -77,7 +77,7 @@ def most_informative(session: Session, dataset_name: str, system_a_id: int, syst
     ranked = plan(session, dataset_name, system_a_id, system_b_id)
     if ranked["fit_id"] is None:  # every prompt would look alike: the "most informative" would be the first N
         raise UnprocessableInput(
-            f"{dataset_name} has no IRT fit yet to rank its prompts by; choose prompt_ids instead",
+            f"{dataset_name} has no IRT fit yet to rank its prompts by; list the prompt ids to judge instead",
             field="most_informative",
         )
     chosen = [row["prompt_id"] for row in ranked["prompts"][:count]]

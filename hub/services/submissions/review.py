@@ -11,10 +11,16 @@ from hub.errors import BadRequest, Conflict, Forbidden, NotFound
 from hub.models import OutboxJob, Submission, SubmissionStatus, User
 from hub.models.common import utcnow
 from hub.queue import EVALUATE_SUBMISSION
+from hub.services.notifications.status_words import submission_words
 from hub.services.platform import audit, outbox
 
 Enqueue = Callable[[int], None]
 RERUNNABLE = {SubmissionStatus.failed, SubmissionStatus.evaluated, SubmissionStatus.complete}
+
+
+def _words(submission: Submission) -> str:
+    """Its status as people read it, e.g. "now: Human evaluation"."""
+    return f"now: {submission_words(submission.status).label}"
 
 
 def _admin_submission(session: Session, admin: User, submission_id: int) -> Submission:
@@ -51,7 +57,7 @@ def approve(session: Session, admin: User, submission_id: int, *, enqueue: Enque
         _send(session, stranded, enqueue)  # approved while the queue was down: try again now
         return submission
     if submission.status != SubmissionStatus.submitted:
-        raise Conflict(f"submission #{submission_id} is {submission.status}, not waiting for review")
+        raise Conflict(f"submission #{submission_id} is not waiting for review ({_words(submission)})")
     submission.review_reason = None
     job = outbox.add(session, EVALUATE_SUBMISSION, submission_id)
     _move(session, admin, submission, SubmissionStatus.approved, "approve")
@@ -67,7 +73,7 @@ def _send(session: Session, job: OutboxJob, enqueue: Enqueue) -> None:
 def reject(session: Session, admin: User, submission_id: int, *, reason: str) -> Submission:
     submission = _admin_submission(session, admin, submission_id)
     if submission.status != SubmissionStatus.submitted:
-        raise Conflict(f"submission #{submission_id} is {submission.status}, not waiting for review")
+        raise Conflict(f"submission #{submission_id} is not waiting for review ({_words(submission)})")
     reason = reason.strip()
     if not reason:
         raise BadRequest("give the researcher a reason for the rejection", field="reason")
@@ -79,7 +85,9 @@ def rerun(session: Session, admin: User, submission_id: int, *, enqueue: Enqueue
     """Evaluate again (after a failure or a metric version bump); existing scores are kept, new ones added."""
     submission = _admin_submission(session, admin, submission_id)
     if submission.status not in RERUNNABLE:
-        raise Conflict(f"submission #{submission_id} is {submission.status}; only failed or evaluated ones re-run")
+        raise Conflict(
+            f"submission #{submission_id} cannot re-run ({_words(submission)}); only failed or scored ones do"
+        )
     submission.error = None
     job = outbox.add(session, EVALUATE_SUBMISSION, submission_id)
     try:
