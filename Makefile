@@ -37,8 +37,9 @@ install-test: $(TEST_INSTALLED)
 ## The main job: the hub on its embedded default (SQLite, local files, in-process queue) with demo data.
 ## `make run PORT=8080` listens elsewhere; invite links follow the port unless HUB_PUBLIC_URL is set.
 PORT ?= 8000
+## The demo scores embedding-average with gensim's tiny test vectors unless HUB_WORD_VECTORS names real ones.
 run: install
-	$(BIN)/chateval serve --demo --port $(PORT)
+	HUB_WORD_VECTORS="$${HUB_WORD_VECTORS-gensim-test}" $(BIN)/chateval serve --demo --port $(PORT)
 
 ## A demo evaluation in the terminal with the offline toolkit (no server).
 demo: install

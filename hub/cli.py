@@ -188,13 +188,21 @@ def import_chateval_command(
         Path | None,
         typer.Option(help="Folder of {ncm,dbdc}.txt prompt files: prompt texts and automatic ties.", file_okay=False),
     ] = None,
+    responses_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Folder of the systems' EVALSET__NAME.txt response files: attached and scored.", file_okay=False
+        ),
+    ] = None,
 ) -> None:
-    """Load the original ChatEval's crowd judgements as closed experiments (one per run); re-running adds nothing."""
+    """Load the original ChatEval's crowd judgements as closed experiments (one per run); re-running adds nothing.
+    With --responses-dir, the systems' original responses are attached to the same systems and scored."""
     from sqlmodel import Session
 
     from hub.db import get_engine
     from hub.migrate import upgrade
     from hub.services.human.ratings_import import import_chateval
+    from hub.storage import get_storage
 
     upgrade()
     with Session(get_engine()) as session:
@@ -202,6 +210,72 @@ def import_chateval_command(
     out.print(f"imported {len(created)} experiment(s)" + (f": #{created[0]}-#{created[-1]}" if created else ""))
     if created:
         out.print("the published IRT fits follow within 10 minutes (the refit job), or now: chateval ratings refit-irt")
+    if responses_dir is not None:
+        from hub.services.human.ratings_import import import_responses
+
+        with Session(get_engine()) as session:
+            _score_attached(session, import_responses(session, get_storage(), responses_dir))
+
+
+def _score_attached(session, attached) -> None:
+    """Score each newly attached submission here and now (its job taken from the outbox), with a progress bar."""
+    from rich.progress import Progress
+
+    from hub.db import get_engine
+    from hub.services.platform import outbox
+    from hub.services.submissions.evaluation import EvaluationRun
+    from hub.storage import get_storage
+
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task("scoring attached responses", total=len(attached))
+        for _submission, job in attached:
+            if job is not None:
+                outbox.dispatch(
+                    session, job, lambda j: EvaluationRun(get_engine(), get_storage(), j.submission_id).run()
+                )
+            bar.advance(task)
+    for submission, job in attached:
+        session.refresh(submission)
+        done = "attached" if job is not None else "already attached"
+        out.print(
+            f"system #{submission.system_id} on {submission.dataset_name}: {done}, submission "
+            f"#{submission.id} {submission.status}",
+            highlight=False,
+        )
+
+
+@ratings_app.command("attach-responses")
+def attach_responses_command(
+    system: Annotated[int, typer.Option(min=1, help="The existing system's id (e.g. one the import created).")],
+    dataset: Annotated[str, typer.Option(help="The installed dataset the responses answer.")],
+    responses: Annotated[Path, typer.Option(help="Response file (text or JSONL).", exists=True, dir_okay=False)],
+    allow_empty: Annotated[bool, typer.Option(help="Blank lines are meant as empty responses.")] = False,
+) -> None:
+    """Attach a response file to an existing system and score it (no second system of the same name)."""
+    from sqlmodel import Session
+
+    from hub.db import get_engine
+    from hub.migrate import upgrade
+    from hub.services.submissions.attached import attach_responses
+    from hub.services.submissions.submissions import UploadedFile
+    from hub.settings import get_settings
+    from hub.storage import get_storage
+
+    upgrade()
+    if responses.stat().st_size > get_settings().max_upload_bytes:
+        raise typer.BadParameter(f"{responses} is larger than HUB_MAX_UPLOAD_BYTES", param_hint="--responses")
+    upload = UploadedFile(responses.name, responses.read_bytes())
+    with Session(get_engine()) as session:
+        attached = attach_responses(
+            session,
+            get_storage(),
+            actor=None,
+            system_id=system,
+            dataset_name=dataset,
+            upload=upload,
+            allow_empty=allow_empty,
+        )
+        _score_attached(session, [attached])
 
 
 @ratings_app.command("refit-irt")

@@ -82,6 +82,12 @@ class HubSettings(BaseSettings):
     smtp_security: str = Field(default="starttls", pattern="^(starttls|tls|none)$", description="starttls, tls, none.")
     password_reset_minutes: int = Field(default=60, ge=5, le=1440, description="How long a reset link works.")
     password_resets_per_client: str = Field(default="5/hour", description="Password-reset requests per address.")
+    word_vectors: str = Field(
+        default="", max_length=4096, description="Word vectors for embedding-average (PATH or gensim-test); empty: off."
+    )
+    word_vectors_datasets: str = Field(
+        default="", max_length=65_536, description="Per-dataset vectors, 'ncm=PATH;dbdc=none' (wins over the hub's)."
+    )
     stalled_after_seconds: int = Field(
         default=60, ge=2, le=86_400, description="An evaluation without a heartbeat this long lost its worker."
     )

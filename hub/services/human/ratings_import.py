@@ -5,18 +5,22 @@ assignment per HIT, one rating per vote (0 = A better, 1 = B better, -1 = tie). 
 response was shown on was not kept by the original system, so imported rows have no `left`/`choice`. With the
 prompt file, prompts a run never showed become automatic ties (the original hid pairs with identical responses).
 Systems are created by name, public, without responses. Importing the same file again adds nothing.
+
+`import_responses` attaches the original systems' response files (`responses/ncm__cakechat.txt`, ...) to those
+same systems (`ORIGINAL_NAMES` maps the file names to the names in votes.csv), so they get automatic scores.
 """
 
 from __future__ import annotations
 
 import csv
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlmodel import Session, select
 
-from hub.errors import UnprocessableInput
+from hub.errors import NotFound, UnprocessableInput
 from hub.models import (
     Assignment,
     AssignmentStatus,
@@ -24,17 +28,34 @@ from hub.models import (
     Experiment,
     ExperimentItem,
     ExperimentStatus,
+    OutboxJob,
     Rater,
     Rating,
+    Submission,
     System,
     Task,
 )
 from hub.services.human.raters import public_hash
+from hub.services.platform.datasets import installed_dataset
+from hub.services.submissions.attached import attach_responses
 from hub.services.submissions.public_names import public_namesake, refuse_public_clash
+from hub.services.submissions.submissions import UploadedFile
+from hub.settings import get_settings
+from hub.storage import Storage
 from hub.system_names import RefusedText, check_name
 
 COLUMNS = ("run", "evalset", "model_1", "model_2", "prompt", "worker", "hit", "vote", "assign_secs")
 OUTCOMES = {"0": "A", "1": "B", "-1": "tie"}
+# The original systems' response files (`EVALSET__NAME.txt`) by the name their votes give them; other files keep
+# their NAME as the system's name.
+ORIGINAL_NAMES = {
+    "ncm_original": "NCM",
+    "cakechat": "Cakechat",
+    "opennmt_seq2seq": "OpenNMT Seq2SeqAttn",
+    "parlai_seq2seq_personachat": "ParlAI Seq2Seq PersonaChat",
+}
+RESPONSE_FILE = re.compile(r"^([a-z0-9][a-z0-9_-]{0,59})__([A-Za-z0-9][A-Za-z0-9_. -]{0,99})\.(txt|jsonl)$")
+MAX_RESPONSE_FILES = 1_000
 DESCRIPTION = "Imported with its crowd judgements from the original ChatEval (Sedoc et al., NAACL 2019)."
 
 
@@ -207,3 +228,49 @@ def _import_run(session: Session, run: Run, prompts: list[str] | None, raters: d
                 session.add(Rating(experiment_id=experiment.id, item_id=tie.id, outcome="tie", auto_tie=True))
     session.flush()
     return experiment.id
+
+
+def response_files(folder: Path) -> list[tuple[Path, str, str]]:
+    """(file, dataset, system name) for each `EVALSET__NAME.txt` (or .jsonl) in `folder`; any other file is refused
+    naming it, before anything is imported."""
+    files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+    if len(files) > MAX_RESPONSE_FILES:
+        raise UnprocessableInput(f"{folder}: {len(files):,} files; at most {MAX_RESPONSE_FILES:,}", field="responses")
+    found = []
+    for path in files:
+        match = RESPONSE_FILE.fullmatch(path.name)
+        if match is None:
+            raise UnprocessableInput(
+                f"{path.name}: expected EVALSET__SYSTEM.txt (e.g. ncm__cakechat.txt)", field="responses"
+            )
+        dataset, stem = match.group(1).lower(), match.group(2)
+        found.append((path, dataset, ORIGINAL_NAMES.get(stem, stem)))
+    return found
+
+
+def import_responses(session: Session, storage: Storage, folder: Path) -> list[tuple[Submission, OutboxJob | None]]:
+    """Attach each response file to the public system its votes name (created if it has none yet), checked whole
+    first; returns each submission with its evaluation job (None: the same file was attached before). Empty lines
+    are meant in the original files (`opennmt_seq2seq` line 178)."""
+    files = response_files(folder)
+    for _, dataset, _ in files:
+        try:
+            installed_dataset(dataset)
+        except NotFound:
+            raise NotFound(
+                f"no dataset {dataset!r} on this hub: fetch it first (chateval datasets fetch {dataset})"
+            ) from None
+    limit = get_settings().max_upload_bytes
+    attached = []
+    for path, dataset, name in files:
+        if path.stat().st_size > limit:
+            raise UnprocessableInput(f"{path.name} is larger than {limit:,} bytes", field="responses")
+        system = _system(session, name)
+        session.commit()
+        upload = UploadedFile(path.name, path.read_bytes())
+        attached.append(
+            attach_responses(
+                session, storage, actor=None, system_id=system.id, dataset_name=dataset, upload=upload, allow_empty=True
+            )
+        )
+    return attached

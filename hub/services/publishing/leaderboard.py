@@ -20,6 +20,7 @@ from hub.services.human.human_summaries import has_human_results, leaderboard_hu
 from hub.services.judging import views as judging
 from hub.services.platform.datasets import installed_dataset
 from hub.services.platform.pagination import PageRequest, paginate
+from hub.services.publishing import leaderboard_listing as listing
 from hub.services.statistics.irt_views import leaderboard_cells, statistics_index, system_irt
 from hub.services.submissions.results import RESULT_STATUSES, finite, read_responses
 from hub.services.submissions.submissions import can_view
@@ -27,7 +28,6 @@ from hub.storage import Storage
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SORT = "bleu-2"
 LATEST_ON_OVERVIEW = 8
 ORDERS = ("asc", "desc")
 # What a leaderboard needs of a score; per-prompt values can be large and are left in the database.
@@ -164,26 +164,38 @@ def leaderboard_rows(session: Session, dataset_name: str, viewer: User | None) -
 def leaderboard(
     session: Session, dataset_name: str, viewer: User | None, *, sort: str | None = None, order: str | None = None
 ) -> dict[str, Any]:
-    """One row per visible scored submission of the dataset, with the latest score of each metric, under
-    `human` its human win rate against each baseline it was judged against (columns in `human_columns`) and under
-    `irt` its ability in the dataset's newest IRT fit (the column in `irt_column`, None before any fit)."""
+    """One row per visible scored submission of the dataset, with the latest score of each metric, plus one per
+    public system with only human or IRT results; under `human` its pooled human win rate (`human:all`) and its
+    win rate against each baseline it was judged against (columns in `human_columns`) and under `irt` its ability
+    in the dataset's newest IRT fit (the column in `irt_column`, None before any fit). By default sorted by the
+    strongest published evidence (IRT ability, then human win rate, then BLEU-2); a metric the dataset cannot
+    have is a column with `unavailable` saying why."""
 
     dataset = installed_dataset(dataset_name)
     if order is not None and order not in ORDERS:
         raise BadRequest("order must be asc or desc", field="order")
     rows, latest = _scored_rows(session, dataset, viewer)
-    human_columns, human_cells = leaderboard_human(session, dataset.name, viewer, [row["system_id"] for row in rows])
+    pooled_column, pooled_cells = listing.human_overall(session, dataset.name, viewer)
     irt_column, irt_cells = leaderboard_cells(session, dataset.name)
+    # every public system with any published result: automatic, human or IRT (empty cells where a kind is missing)
+    rows += listing.result_only_rows(session, {*pooled_cells, *irt_cells}, {row["system_id"] for row in rows})
+    human_columns, human_cells = leaderboard_human(session, dataset.name, viewer, [row["system_id"] for row in rows])
+    human_columns = [pooled_column, *human_columns] if pooled_column else human_columns
     rubric_columns, rubric_cells, judge_columns, judge_cells = judging.leaderboard_cells(
-        session, dataset.name, [row["submission_id"] for row in rows], [row["system_id"] for row in rows]
+        session,
+        dataset.name,
+        [row["submission_id"] for row in rows if row["submission_id"] is not None],
+        [row["system_id"] for row in rows],
     )
     for row in rows:
-        row["human"] = human_cells.get(row["system_id"], {})
+        pooled = {listing.HUMAN_ALL: pooled_cells[row["system_id"]]} if row["system_id"] in pooled_cells else {}
+        row["human"] = {**pooled, **human_cells.get(row["system_id"], {})}
         row["irt"] = irt_cells.get(row["system_id"])
         row["rubrics"] = rubric_cells.get(row["submission_id"], {})
         row["judges"] = judge_cells.get(row["system_id"], {})
     columns = _columns(latest)
-    sort = sort or DEFAULT_SORT
+    columns.update(listing.word_vector_columns(dataset.name, columns))  # which vectors, or why there are none
+    sort = sort or listing.default_sort(irt_column, human_columns)
     if order is None:
         extra = [*human_columns, *([irt_column] if irt_column else []), *rubric_columns, *judge_columns]
         higher = {**columns, **{c["key"]: c for c in extra}}.get(sort, {}).get("higher_is_better")
@@ -258,6 +270,7 @@ def system_profile(session: Session, system_id: int, viewer: User | None) -> dic
                 "created_at": s.created_at.isoformat(),
                 "scores": [_score_json(score) for score in scores[s.id]],
                 "rubric_grades": judging.profile_grades(session, s),  # each graded response, with explanations
+                "unavailable": listing.unavailable_metrics(s.dataset_name, {score.metric for score in scores[s.id]}),
             }
             for s in submissions
         ],

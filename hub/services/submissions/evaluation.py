@@ -18,6 +18,7 @@ from evaluation.responses import parse_responses
 from hub.models import Score, Submission, SubmissionStatus
 from hub.models.common import utcnow
 from hub.services.platform.datasets import installed_dataset
+from hub.services.platform.word_vectors import vectors_for
 from hub.settings import get_settings
 from hub.storage import Storage
 
@@ -157,7 +158,9 @@ class EvaluationRun:
             if job.loglik_sha256
             else None
         )
-        return evaluate(dataset, responses, loglik=loglik, progress=self._progress)
+        vectors = vectors_for(job.dataset_name).path  # HUB_WORD_VECTORS(_DATASETS); None: reported unavailable
+        embeddings = str(vectors) if vectors is not None else None
+        return evaluate(dataset, responses, loglik=loglik, embeddings=embeddings, progress=self._progress)
 
     def _progress(self, metric: str, done: int, total: int) -> None:
         now = utcnow()

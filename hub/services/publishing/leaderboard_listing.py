@@ -1,0 +1,116 @@
+"""Who a leaderboard lists and in what order by default: every public system with any published result on the
+dataset (automatic scores, human judgements or an IRT ability), the pooled human win rate of each, the metrics a
+dataset cannot have (with the reason) and the default sort (the strongest published evidence first)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+from urllib.parse import urlencode
+
+from sqlmodel import Session, col, select
+
+from hub.models import Experiment, ExperimentStatus, System, User
+from hub.services.human.experiment_access import visible_experiments
+from hub.services.human.experiment_results import is_provisional
+from hub.services.human.human_summaries import FLIP, Counts, outcome_counts, summary
+from hub.services.platform import word_vectors
+
+HUMAN_ALL = "human:all"
+AUTOMATIC_SORT = "bleu-2"  # the last resort, when the dataset has no published human evidence at all
+
+
+def human_overall(
+    session: Session, dataset: str, viewer: User | None
+) -> tuple[dict[str, Any] | None, dict[int, dict[str, Any]]]:
+    """The column and, per system, its human win rate over every launched experiment on `dataset` the viewer may
+    see, against whichever system it met (the original ChatEval's comparisons are between non-baselines)."""
+    experiments = visible_experiments(
+        session, viewer, Experiment.dataset_name == dataset, Experiment.status != ExperimentStatus.draft
+    )
+    if not experiments:
+        return None, {}
+    counts = outcome_counts(session, [e.id for e in experiments])
+    pooled: dict[int, Counts] = defaultdict(lambda: defaultdict(int))
+    sources: dict[int, list[int]] = defaultdict(list)
+    provisional: set[int] = set()
+    for e in experiments:
+        for mine, for_b in ((e.system_a_id, False), (e.system_b_id, True)):
+            for outcome, n in counts.get(e.id, {}).items():
+                pooled[mine][FLIP[outcome] if for_b else outcome] += n
+            sources[mine].append(e.id)
+            if is_provisional(e):
+                provisional.add(mine)
+    column = {
+        "key": HUMAN_ALL,
+        "baseline_id": None,
+        "baseline_name": "every system it was compared with",
+        "label": "human win rate (all comparisons)",
+        "higher_is_better": True,
+        "signature": summary({})["signature"],
+    }
+    url = f"/experiments?{urlencode({'dataset': dataset})}"
+    cells = {
+        system_id: {
+            **summary(dict(pooled[system_id]), provisional=system_id in provisional),
+            "experiment_ids": ids,
+            "url": f"/experiments/{ids[0]}" if len(ids) == 1 else url,
+        }
+        for system_id, ids in sources.items()
+    }
+    return column, cells
+
+
+def result_only_rows(session: Session, system_ids: set[int], listed: set[int]) -> list[dict[str, Any]]:
+    """Rows for public systems with human or IRT results but no visible scored submission (empty score cells)."""
+    wanted = sorted(system_ids - listed)
+    if not wanted:
+        return []
+    systems = session.exec(select(System).where(col(System.id).in_(wanted)).order_by(col(System.id)))
+    return [
+        {
+            "submission_id": None,
+            "system_id": system.id,
+            "system_name": system.name,
+            "is_baseline": system.is_baseline,
+            "is_public": True,
+            "status": None,
+            "dataset_fingerprint": None,
+            "scores": {},
+        }
+        for system in systems
+        if system.is_public or system.is_baseline
+    ]
+
+
+def word_vector_columns(dataset: str, shown: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The embedding-average column labelled with the vectors that score it (`vectors`), or, when the dataset has
+    none and no row has the metric, a column whose `unavailable` says why (never a silent gap)."""
+    described = word_vectors.describe(dataset)
+    if word_vectors.METRIC in shown:
+        return {word_vectors.METRIC: {**shown[word_vectors.METRIC], "vectors": described["vectors"]}}
+    if described["unavailable"] is None:
+        return {}
+    column = {"metric": word_vectors.METRIC, "signatures": [], "higher_is_better": True, "vectors": None}
+    return {word_vectors.METRIC: {**column, "unavailable": described["unavailable"]}}
+
+
+def default_sort(irt_column: dict[str, Any] | None, human_columns: list[dict[str, Any]]) -> str:
+    """The strongest published evidence: the IRT ability, then the pooled human win rate, then BLEU-2."""
+    if irt_column is not None:
+        return str(irt_column["key"])
+    pooled = [c for c in human_columns if c["key"] == HUMAN_ALL]
+    if pooled or human_columns:
+        return str((pooled or human_columns)[0]["key"])
+    return AUTOMATIC_SORT
+
+
+def unavailable_metrics(dataset: str, scored: set[str]) -> list[dict[str, str]]:
+    """For a profile's submission: embedding-average with the reason it has no score (no vectors configured for
+    the dataset, or scored before they were)."""
+    if word_vectors.METRIC in scored:
+        return []
+    reason = word_vectors.unavailable_reason(dataset)
+    if reason is None:
+        reason = "scored before word vectors were configured for this dataset (an admin can re-run the evaluation)"
+    return [{"metric": word_vectors.METRIC, "reason": reason}]
