@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal, overload
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from typing_extensions import TypedDict
 
 from evaluation.errors import InvalidInputError, NotFoundError
 from evaluation.settings import get_settings
@@ -55,10 +58,83 @@ class Manifest(BaseModel):
     prompts_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
+class _TurnRecord(TypedDict):
+    """Turn's fields as a plain dict: the same checks, without a model object per turn."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    role: Literal["user", "assistant", "system"]
+    content: str
+
+
+class _PromptRecord(TypedDict):
+    """Prompt's fields as a plain dict (its last-turn check is made by parse_prompts)."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    id: Annotated[str, Field(min_length=1)]
+    context: Annotated[tuple[_TurnRecord, ...], Field(min_length=1)]
+    references: Annotated[tuple[str, ...], Field(min_length=1)]
+
+
+_PROMPT_RECORD = TypeAdapter(_PromptRecord)
+_ROLES = {role: role for role in ("user", "assistant", "system")}  # one string object per role
+
+Context = tuple[tuple[str, str], ...]
+"""A prompt's turns as (role, content) pairs."""
+
+
+class PromptTable(Sequence[Prompt]):
+    """A dataset's validated prompts held as plain columns (ids, contexts as (role, content) pairs, references):
+    a tenth of the memory of one model object per prompt. Indexing or iterating gives Prompt objects."""
+
+    __slots__ = ("contexts", "ids", "references")
+
+    def __init__(self, ids: tuple[str, ...], contexts: tuple[Context, ...], references: tuple[tuple[str, ...], ...]):
+        if not len(ids) == len(contexts) == len(references):
+            raise ValueError("ids, contexts and references must have one entry per prompt")
+        self.ids, self.contexts, self.references = ids, contexts, references
+
+    @classmethod
+    def of(cls, prompts: Sequence[Prompt]) -> PromptTable:
+        contexts = tuple(tuple((turn.role, turn.content) for turn in p.context) for p in prompts)
+        return cls(tuple(p.id for p in prompts), contexts, tuple(p.references for p in prompts))
+
+    def prompt(self, index: int) -> Prompt:
+        context = [{"role": role, "content": content} for role, content in self.contexts[index]]
+        return Prompt.model_validate({"id": self.ids[index], "context": context, "references": self.references[index]})
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, index: int) -> Prompt: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Prompt, ...]: ...
+    def __getitem__(self, index: int | slice) -> Prompt | tuple[Prompt, ...]:
+        if isinstance(index, slice):
+            return tuple(self.prompt(i) for i in range(*index.indices(len(self))))
+        return self.prompt(operator.index(index))
+
+    def __iter__(self) -> Iterator[Prompt]:
+        return (self.prompt(i) for i in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PromptTable):
+            return (self.ids, self.contexts, self.references) == (other.ids, other.contexts, other.references)
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.ids, self.contexts, self.references))
+
+    def __repr__(self) -> str:
+        return f"PromptTable({len(self)} prompts)"
+
+
 @dataclass(frozen=True)
 class Dataset:
     manifest: Manifest
-    prompts: tuple[Prompt, ...]
+    prompts: PromptTable
     path: Path
 
     @property
@@ -70,17 +146,17 @@ class Dataset:
         """Name, version and checksum prefix: enough to tell two releases of a set apart."""
         return f"{self.manifest.name}@{self.manifest.version}#{self.manifest.prompts_sha256[:12]}"
 
-    @cached_property
+    @property
     def prompt_ids(self) -> tuple[str, ...]:
-        return tuple(p.id for p in self.prompts)
+        return self.prompts.ids
 
     @cached_property
     def index_of(self) -> dict[str, int]:
         return {pid: i for i, pid in enumerate(self.prompt_ids)}
 
-    @cached_property
+    @property
     def references(self) -> tuple[tuple[str, ...], ...]:
-        return tuple(p.references for p in self.prompts)
+        return self.prompts.references
 
     def __len__(self) -> int:
         return len(self.prompts)
@@ -114,8 +190,26 @@ def read_manifest(folder: Path) -> Manifest:
         raise InvalidInputError(f"invalid manifest: {_format_validation(exc)}", path=path) from exc
 
 
-def parse_prompts(path: Path) -> tuple[Prompt, ...]:
-    prompts: list[Prompt] = []
+def _validate_prompt(line: str) -> tuple[str, Context, tuple[str, ...]]:
+    """(id, context, references) of one valid prompt line, else the ValidationError that Prompt gives.
+
+    The common case is checked as plain dicts (the same fields, parser and constraints as Prompt, at half the
+    cost); any line that fails is validated again as a Prompt, so that errors read exactly as Prompt's."""
+    try:
+        record = _PROMPT_RECORD.validate_json(line)
+    except ValidationError:
+        record = None
+    if record is None or record["context"][-1]["role"] != "user":
+        prompt = Prompt.model_validate_json(line)  # raises the error a user reads
+        return prompt.id, tuple((turn.role, turn.content) for turn in prompt.context), prompt.references
+    context = tuple((_ROLES[turn["role"]], turn["content"]) for turn in record["context"])
+    return record["id"], context, record["references"]
+
+
+def parse_prompts(path: Path) -> PromptTable:
+    ids: list[str] = []
+    contexts: list[Context] = []
+    references: list[tuple[str, ...]] = []
     seen: dict[str, int] = {}
     with path.open("rb") as handle:
         for number, raw_line in enumerate(handle, start=1):
@@ -126,20 +220,22 @@ def parse_prompts(path: Path) -> tuple[Prompt, ...]:
             if not line:
                 continue
             try:
-                prompt = Prompt.model_validate_json(line)
+                prompt_id, context, refs = _validate_prompt(line)
             except ValidationError as exc:
                 raise InvalidInputError(f"invalid prompt: {_format_validation(exc)}", path=path, line=number) from exc
-            if prompt.id in seen:
+            if prompt_id in seen:
                 raise InvalidInputError(
-                    f"duplicate prompt id {prompt.id!r} (first on line {seen[prompt.id]})",
+                    f"duplicate prompt id {prompt_id!r} (first on line {seen[prompt_id]})",
                     path=path,
                     line=number,
                 )
-            seen[prompt.id] = number
-            prompts.append(prompt)
-    if not prompts:
+            seen[prompt_id] = number
+            ids.append(prompt_id)
+            contexts.append(context)
+            references.append(refs)
+    if not ids:
         raise InvalidInputError("dataset has no prompts", path=path)
-    return tuple(prompts)
+    return PromptTable(tuple(ids), tuple(contexts), tuple(references))
 
 
 def load_dataset_dir(folder: Path) -> Dataset:
