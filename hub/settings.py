@@ -53,10 +53,6 @@ class HubSettings(BaseSettings):
     submission_attempts_per_day: int = Field(
         default=50, ge=1, le=1_000_000, description="Upload attempts (valid or not) per user per UTC day."
     )
-    submissions_per_day: int = Field(default=5, ge=1, le=100_000, description="Valid submissions per user per UTC day.")
-    submission_attempts_per_day: int = Field(
-        default=50, ge=1, le=1_000_000, description="Upload attempts (valid or not) per user per UTC day."
-    )
     max_form_bytes: int = Field(
         default=1024 * 1024, ge=1, description="Largest request body of a form or JSON call (uploads: see body_limit)."
     )
