@@ -45,11 +45,11 @@ def test_new_researcher_submits_and_finds_their_system_everywhere(browser, hub, 
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         researcher.goto(status_url)
-        if "evaluated" in researcher.inner_text("body"):
+        if "Scored" in researcher.inner_text("body"):
             break
         time.sleep(1)
     body = researcher.inner_text("body")
-    assert "evaluated" in body and "bleu-2" in body
+    assert "Scored" in body and "bleu-2" in body
 
     researcher.goto(f"{hub}/leaderboards/{dataset.name}")
     assert "Ada's bot" in researcher.inner_text("body")
