@@ -73,7 +73,7 @@ def test_refused_files_use_no_submission_but_every_upload_is_an_attempt(quota_en
 def test_a_submission_whose_evaluation_failed_gives_its_place_back(quota_env):
     token = quota_env["owner"]
     with TestClient(create_app()) as client:
-        first = next(upload(client, token, valid_file(n)).json()[0]["id"] for n in range(2))
+        first, second = (upload(client, token, valid_file(n)).json()[0]["id"] for n in range(2))
         assert upload(client, token, valid_file(2)).status_code == 429
         with Session(db.get_engine()) as session:
             session.get(Submission, first).status = SubmissionStatus.failed
@@ -81,7 +81,7 @@ def test_a_submission_whose_evaluation_failed_gives_its_place_back(quota_env):
         assert _quota(client, token)["submissions_left"] == 1
         assert upload(client, token, valid_file(3)).status_code == 201
         with Session(db.get_engine()) as session:  # a withdrawn one keeps counting: withdrawing is no way around
-            session.get(Submission, first + 1).status = SubmissionStatus.withdrawn
+            session.get(Submission, second).status = SubmissionStatus.withdrawn
             session.commit()
         assert upload(client, token, valid_file(4)).status_code == 429
 
