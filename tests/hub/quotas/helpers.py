@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import calendar
 import time
 
 from evaluation.dataset import load_dataset
@@ -31,5 +30,4 @@ def seconds_to_utc_midnight() -> float:
 
 
 def next_midnight_words() -> str:
-    day = time.gmtime(time.time() + seconds_to_utc_midnight() + 1)
-    return time.strftime("%Y-%m-%d 00:00 UTC", day) if calendar.timegm(day) else ""
+    return time.strftime("%Y-%m-%d 00:00 UTC", time.gmtime(time.time() + seconds_to_utc_midnight() + 1))
