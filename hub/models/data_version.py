@@ -38,6 +38,8 @@ class DataVersion(SQLModel, table=True):
 PRIVATE_TABLES = frozenset(
     {"apitoken", "browsersession", "auditentry", "outboxjob", "raterinvite", "data_version"}
     | {"notification", "outgoingmail", "passwordreset"}  # what the hub tells one person
+    | {"judgingrun"}  # a judging run's state and progress, on admin pages only (its judgements are public rows)
+    | {"ratingreason", "raterqarun", "raterqagrade", "raterqaadmingrade"}  # raters' reasons and their QA: admins only
 )
 # Columns only private pages show (an evaluation's liveness and progress, seen by the owner and admins).
 PRIVATE_COLUMNS = frozenset(

@@ -100,6 +100,35 @@ def test_private_writes_do_not_bump(hub_env, baselines, admin_user):
     assert version(hub_env) == before
 
 
+def test_notifications_mail_and_judging_progress_do_not_bump(hub_env, baselines, admin_user):
+    """What the hub tells one person (notifications, mail, reset tokens) and a judging run's progress change
+    often and show on no public page, so writing them leaves every cached public page valid."""
+    from hub.models import JudgingRun, Notification, OutgoingMail
+
+    before = version(hub_env)
+    with Session(hub_env) as session:
+        submission = session.exec(select(Submission)).first()
+        session.add(Notification(user_id=admin_user.id, kind="submission.scored", target="x", subject="s", body="b"))
+        session.add(OutgoingMail(kind="notification", to_address="admin@example.org", subject="s", body="b"))
+        run = JudgingRun(submission_id=submission.id)
+        session.add(run)
+        session.commit()
+        run.status, run.progress = "running", 0.5
+        session.add(run)
+        notification = session.exec(select(Notification)).one()
+        notification.read_at = notification.created_at
+        session.add(notification)
+        session.commit()
+    assert version(hub_env) == before
+    with Session(hub_env) as session:  # and the hook still sees a public write next to a private one
+        session.add(Notification(user_id=admin_user.id, kind="system.changed", target="x", subject="s", body="b"))
+        system = session.get(System, baselines["echo"])
+        system.description = "changed beside a notification"
+        session.add(system)
+        session.commit()
+    assert version(hub_env) == before + 1
+
+
 def test_bump_by_hand_for_writes_the_orm_cannot_see(hub_env, people):
     before = version(hub_env)
     with Session(hub_env) as session:
