@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Request
 from fastapi.responses import JSONResponse
 
 from hub.errors import Forbidden, NotFound
@@ -13,6 +13,7 @@ from hub.models import JudgingRun
 from hub.services.judging import registry, runs, views
 from hub.web.deps import DatabaseId, SessionDep, UserDep
 from hub.web.openapi_docs import error_responses
+from hub.web.read_cache import public_page
 from hub.web.threads import RequestSessionRoute
 
 router = APIRouter(route_class=RequestSessionRoute, tags=["judging"], responses=error_responses(403, 404, 409))
@@ -79,18 +80,21 @@ def run_status(run_id: DatabaseId, session: SessionDep, admin: UserDep) -> dict[
 
 
 @router.get("/api/judges/{dataset}")
-def report_cards(dataset: str, session: SessionDep) -> dict[str, Any]:
+@public_page("api-judges")
+def report_cards(request: Request, dataset: str, session: SessionDep) -> dict[str, Any]:
     """Each judge of the dataset with its report card against the public human judgements."""
     return views.report_cards(session, dataset[:120])
 
 
 @router.get("/api/judges/{dataset}/judgements")
-def judgements(dataset: str, session: SessionDep) -> JSONResponse:
+@public_page("api-judge-judgements")
+def judgements(request: Request, dataset: str, session: SessionDep) -> JSONResponse:
     """The judge judgements between public systems, in the ratings download's shape (`backend`: judge)."""
     return JSONResponse(views.judge_rows(session, dataset[:120]))
 
 
 @router.get("/api/ppi/{dataset}")
-def ppi(dataset: str, session: SessionDep) -> dict[str, Any]:
+@public_page("api-ppi")
+def ppi(request: Request, dataset: str, session: SessionDep) -> dict[str, Any]:
     """Human-only, judge-only and PPI++ abilities with intervals, rank sets and the effective human sample size."""
     return views.ppi_ranking(session, dataset[:120])

@@ -18,6 +18,7 @@ from hub.services.judging import registry, runs, views
 from hub.web.csrf import CsrfDep
 from hub.web.deps import SessionDep, ViewerDep
 from hub.web.inputs import DatabaseId
+from hub.web.read_cache import public_page
 from hub.web.routes.pages_account import error_page, login_redirect, page
 from hub.web.threads import RequestSessionRoute
 
@@ -135,12 +136,14 @@ def start_run(request: Request, submission_id: DatabaseId, session: SessionDep, 
 
 
 @router.get("/judges/{dataset}")
+@public_page("judges")
 def judges_page(request: Request, dataset: str, session: SessionDep, viewer: ViewerDep):
     cards = views.report_cards(session, dataset[:120])
     return page(request, "judges.html", viewer, {"page": cards, "json_url": f"/api/judges/{dataset}"})
 
 
 @router.get("/ppi/{dataset}")
+@public_page("ppi")
 def ppi_page(request: Request, dataset: str, session: SessionDep, viewer: ViewerDep):
     ranking = views.ppi_ranking(session, dataset[:120])
     return page(request, "ppi.html", viewer, {"page": ranking, "json_url": f"/api/ppi/{dataset}"})

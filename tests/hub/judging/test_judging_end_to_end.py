@@ -132,6 +132,13 @@ def test_a_submission_gets_rubric_scores_judge_win_rates_a_report_card_and_a_ppi
             str(run),
         ]
         assert all(SECRET not in text for text in seen)
+
+        # Public pages: served from the read side's cache with an ETag, and 304 while nothing public changed.
+        for url in (f"/judges/{DATASET}", f"/ppi/{DATASET}", f"/api/judges/{DATASET}", f"/api/ppi/{DATASET}"):
+            first = client.get(url, headers=HTML if not url.startswith("/api/") else {})
+            assert first.status_code == 200 and first.headers["etag"].startswith('W/"v'), url
+            again = client.get(url, headers={"If-None-Match": first.headers["etag"]})
+            assert again.status_code == 304, url
         with Session(hub_env) as session:
             assert all(SECRET not in str(e.detail) for e in session.exec(select(AuditEntry)))
         cache_files = list(get_settings().data_dir.glob("llm-cache.sqlite3*"))
