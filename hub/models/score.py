@@ -24,3 +24,17 @@ class Score(SQLModel, table=True):
     per_prompt: list[float | None] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     details: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)
+
+    @classmethod
+    def of_result(cls, submission_id: int, result: Any) -> Score:
+        """The row for one toolkit MetricResult of a submission (the one way scores are stored)."""
+        return cls(
+            submission_id=submission_id,
+            metric=result.metric,
+            version=result.version,
+            signature=result.signature,
+            corpus=result.corpus,
+            higher_is_better=result.higher_is_better,
+            per_prompt=result.per_prompt,
+            details=result.details,
+        )

@@ -181,18 +181,7 @@ class _Run:
                 result = outcome.result
                 if result is None or result.signature in existing:
                     continue
-                session.add(
-                    Score(
-                        submission_id=submission.id,
-                        metric=result.metric,
-                        version=result.version,
-                        signature=result.signature,
-                        corpus=result.corpus,
-                        higher_is_better=result.higher_is_better,
-                        per_prompt=result.per_prompt,
-                        details=result.details,
-                    )
-                )
+                session.add(Score.of_result(submission.id, result))
                 added += 1
             session.commit()
         return {"scores_added": added}

@@ -191,18 +191,7 @@ class EvaluationRun:
                 result = outcome.result
                 if result is None or result.signature in existing:
                     continue  # unavailable metric, or already scored under this exact signature
-                session.add(
-                    Score(
-                        submission_id=self.submission_id,
-                        metric=result.metric,
-                        version=result.version,
-                        signature=result.signature,
-                        corpus=result.corpus,
-                        higher_is_better=result.higher_is_better,
-                        per_prompt=result.per_prompt,
-                        details=result.details,
-                    )
-                )
+                session.add(Score.of_result(self.submission_id, result))
             session.commit()
         return SubmissionStatus.evaluated
 
