@@ -168,8 +168,9 @@ def leaderboard(
     public system with only human or IRT results; under `human` its pooled human win rate (`human:all`) and its
     win rate against each baseline it was judged against (columns in `human_columns`) and under `irt` its ability
     in the dataset's newest IRT fit (the column in `irt_column`, None before any fit). By default sorted by the
-    strongest published evidence (IRT ability, then human win rate, then BLEU-2); a metric the dataset cannot
-    have is a column with `unavailable` saying why."""
+    strongest published evidence (IRT ability, then human win rate); a dataset with neither is unranked (`sort`
+    None, `ranked` False, rows by system name) until a column is asked for; a metric the dataset cannot have is a
+    column with `unavailable` saying why."""
 
     dataset = installed_dataset(dataset_name)
     if order is not None and order not in ORDERS:
@@ -195,8 +196,11 @@ def leaderboard(
         row["judges"] = judge_cells.get(row["system_id"], {})
     columns = _columns(latest)
     columns.update(listing.word_vector_columns(dataset.name, columns))  # which vectors, or why there are none
+    ranked = listing.default_sort(irt_column, human_columns) is not None
     sort = sort or listing.default_sort(irt_column, human_columns)
-    if order is None:
+    if sort is None:
+        order = None
+    elif order is None:
         extra = [*human_columns, *([irt_column] if irt_column else []), *rubric_columns, *judge_columns]
         higher = {**columns, **{c["key"]: c for c in extra}}.get(sort, {}).get("higher_is_better")
         order = "desc" if higher is True else "asc"
@@ -209,7 +213,9 @@ def leaderboard(
         "irt_column": irt_column,
         "rubric_columns": rubric_columns,  # LLM-judged rubrics: mean score and pass rate (hub.services.judging)
         "judge_columns": judge_columns,  # LLM pairwise judges: win rate, linking to the judge's report card
-        "rows": _sorted_rows(rows, sort, order),
+        "ranked": ranked,  # False: no human or IRT evidence, so the default order is by name, with no ranks
+        "unranked_note": None if ranked else listing.UNRANKED_NOTE,
+        "rows": listing.by_name(rows) if sort is None else _sorted_rows(rows, sort, order or "asc"),
     }
 
 

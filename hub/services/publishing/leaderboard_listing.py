@@ -17,7 +17,7 @@ from hub.services.human.human_summaries import FLIP, Counts, outcome_counts, sum
 from hub.services.platform import word_vectors
 
 HUMAN_ALL = "human:all"
-AUTOMATIC_SORT = "bleu-2"  # the last resort, when the dataset has no published human evidence at all
+UNRANKED_NOTE = "not ranked: no human or IRT results yet; sort by any column"
 
 
 def human_overall(
@@ -95,14 +95,20 @@ def word_vector_columns(dataset: str, shown: dict[str, dict[str, Any]]) -> dict[
     return {word_vectors.METRIC: {**column, "unavailable": described["unavailable"]}}
 
 
-def default_sort(irt_column: dict[str, Any] | None, human_columns: list[dict[str, Any]]) -> str:
-    """The strongest published evidence: the IRT ability, then the pooled human win rate, then BLEU-2."""
+def default_sort(irt_column: dict[str, Any] | None, human_columns: list[dict[str, Any]]) -> str | None:
+    """The strongest published evidence: the IRT ability, then the pooled human win rate; None when the dataset has
+    neither (automatic scores alone rank nothing: a degenerate baseline can top any of them)."""
     if irt_column is not None:
         return str(irt_column["key"])
     pooled = [c for c in human_columns if c["key"] == HUMAN_ALL]
     if pooled or human_columns:
         return str((pooled or human_columns)[0]["key"])
-    return AUTOMATIC_SORT
+    return None
+
+
+def by_name(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An unranked board's order: system name (ignoring case), then submission date (id)."""
+    return sorted(rows, key=lambda row: (row["system_name"].casefold(), row["submission_id"] or 0))
 
 
 def unavailable_metrics(dataset: str, scored: set[str]) -> list[dict[str, str]]:
