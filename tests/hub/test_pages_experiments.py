@@ -352,15 +352,19 @@ def test_profiles_hide_experiments_with_a_private_system(site, role):
 def test_leaderboard_has_a_human_win_rate_column_per_baseline(site, role):
     board = site.api(role, f"/api/leaderboards/{DATASET}")
     key = f"human:{site.systems['echo']}"
-    assert [c["key"] for c in board["human_columns"]] == [key]
+    # the pooled column (every comparison a system was in) comes first, then one per baseline
+    assert [c["key"] for c in board["human_columns"]] == ["human:all", key]
     cells = {row["system_id"]: row["human"].get(key) for row in board["rows"]}
     mine = cells[site.systems["copycat"]]
     assert (mine["wins"], mine["ties"], mine["losses"]) == (site.counts["A"], site.counts["tie"], site.counts["B"])
     assert mine["url"] == f"/experiments/{site.experiments['public']}"
+    pooled = next(row["human"]["human:all"] for row in board["rows"] if row["system_id"] == site.systems["copycat"])
+    assert (pooled["wins"], pooled["ties"], pooled["losses"]) == (mine["wins"], mine["ties"], mine["losses"])
+    assert pooled["url"] == mine["url"]  # copycat met echo in the public experiment only
     assert cells[site.systems["echo"]] is None
     assert (site.systems["private"] in cells) is (role in ("owner", "admin"))
     text = site.page(role, f"/leaderboards/{DATASET}")
-    assert "human win rate vs echo" in text
+    assert "human win rate vs echo" in text and "human win rate (all comparisons)" in text
     row = next(r for r in text.split("</tr>") if f'href="/systems/{site.systems["copycat"]}"' in r)
     assert f'<a href="/experiments/{site.experiments["public"]}">' in row and _pct(mine["win_rate"]) in row
     assert text.count("<summary>signature</summary>") == len(board["columns"])
