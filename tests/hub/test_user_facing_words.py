@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from sqlmodel import Session
+from sqlmodel import Session, select
 
 from hub.models import System
 from hub.web.app import create_app
@@ -112,3 +112,23 @@ def test_the_admin_experiment_form_names_the_field_by_its_label(hub_env, admin_u
     assert refused.status_code == 422
     assert "<strong>System B</strong>: system #" in refused.text and "has no approved responses" in refused.text
     assert "system_b_id</" not in refused.text and "system_b_id:" not in refused.text
+
+
+def test_a_public_profile_shows_a_submission_status_in_words(hub_env, people):
+    from fastapi.testclient import TestClient
+
+    from hub.models import Submission, SubmissionStatus, User
+    from tests.hub.conftest import responses_file, submitted_system
+
+    with Session(hub_env) as session:
+        owner = session.exec(select(User).where(User.email == "owner@example.org")).one()
+        system = submitted_system(session, "worded bot", owner.id, True, responses_file().decode().splitlines())
+        submission = session.exec(select(Submission).where(Submission.system_id == system.id)).one()
+        submission.status = SubmissionStatus.human_evaluation
+        session.add(submission)
+        session.commit()
+        system_id = system.id
+    with TestClient(create_app()) as client:
+        page = client.get(f"/systems/{system_id}", headers={"Accept": "text/html"})
+    assert page.status_code == 200
+    assert ">Human evaluation</span>" in page.text and "human_evaluation<" not in page.text
