@@ -39,7 +39,9 @@ SCORE_SUMMARY = (
     Score.signature,
     Score.corpus,
     Score.higher_is_better,
+    Score.created_at,
 )
+MAX_NAME_FILTER = 100  # characters of a leaderboard's `q`
 
 
 def dataset_json(dataset: Dataset) -> dict[str, Any]:
@@ -162,7 +164,13 @@ def leaderboard_rows(session: Session, dataset_name: str, viewer: User | None) -
 
 
 def leaderboard(
-    session: Session, dataset_name: str, viewer: User | None, *, sort: str | None = None, order: str | None = None
+    session: Session,
+    dataset_name: str,
+    viewer: User | None,
+    *,
+    sort: str | None = None,
+    order: str | None = None,
+    q: str | None = None,
 ) -> dict[str, Any]:
     """One row per visible scored submission of the dataset, with the latest score of each metric, plus one per
     public system with only human or IRT results; under `human` its pooled human win rate (`human:all`) and its
@@ -170,11 +178,14 @@ def leaderboard(
     in the dataset's newest IRT fit (the column in `irt_column`, None before any fit). By default sorted by the
     strongest published evidence (IRT ability, then human win rate); a dataset with neither is unranked (`sort`
     None, `ranked` False, rows by system name) until a column is asked for; a metric the dataset cannot have is a
-    column with `unavailable` saying why."""
+    column with `unavailable` saying why. `q` keeps the systems whose name contains it (ignoring case); each row's
+    `judgements` counts its published human judgements, and `updated_at` is the newest score shown."""
 
     dataset = installed_dataset(dataset_name)
     if order is not None and order not in ORDERS:
         raise BadRequest("order must be asc or desc", field="order")
+    if q is not None and (len(q) > MAX_NAME_FILTER or not q.isprintable()):
+        raise BadRequest(f"q (name filter) must be at most {MAX_NAME_FILTER} printable characters", field="q")
     rows, latest = _scored_rows(session, dataset, viewer)
     pooled_column, pooled_cells = listing.human_overall(session, dataset.name, viewer)
     irt_column, irt_cells = leaderboard_cells(session, dataset.name)
@@ -194,6 +205,10 @@ def leaderboard(
         row["irt"] = irt_cells.get(row["system_id"])
         row["rubrics"] = rubric_cells.get(row["submission_id"], {})
         row["judges"] = judge_cells.get(row["system_id"], {})
+        row["judgements"] = pooled_cells[row["system_id"]]["n"] if row["system_id"] in pooled_cells else None
+    needle = (q or "").strip().casefold()
+    rows = [row for row in rows if needle in row["system_name"].casefold()]
+    times = [score.created_at for scores in latest.values() for score in scores.values()]
     columns = _columns(latest)
     columns.update(listing.word_vector_columns(dataset.name, columns))  # which vectors, or why there are none
     ranked = listing.default_sort(irt_column, human_columns) is not None
@@ -213,6 +228,8 @@ def leaderboard(
         "irt_column": irt_column,
         "rubric_columns": rubric_columns,  # LLM-judged rubrics: mean score and pass rate (hub.services.judging)
         "judge_columns": judge_columns,  # LLM pairwise judges: win rate, linking to the judge's report card
+        "q": needle or None,
+        "updated_at": max(times).isoformat() if times else None,
         "ranked": ranked,  # False: no human or IRT evidence, so the default order is by name, with no ranks
         "unranked_note": None if ranked else listing.UNRANKED_NOTE,
         "rows": listing.by_name(rows) if sort is None else _sorted_rows(rows, sort, order or "asc"),

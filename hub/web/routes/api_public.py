@@ -102,9 +102,11 @@ def dataset_leaderboard(
     viewer: ViewerDep,
     sort: str | None = None,
     order: str | None = None,
+    q: str | None = None,
 ) -> dict[str, Any]:
-    """`sort`: a metric name (default bleu-2); `order`: asc or desc (default: best first for the metric)."""
-    return leaderboard.leaderboard(session, dataset, viewer, sort=sort, order=order)
+    """`sort`: a column (default: IRT ability, then human win rate; none, unranked, without either); `order`: asc
+    or desc (default: best first for the column); `q`: only systems whose name contains it (ignoring case)."""
+    return leaderboard.leaderboard(session, dataset, viewer, sort=sort, order=order, q=q)
 
 
 @router.get("/systems/{system_id}")

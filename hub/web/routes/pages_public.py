@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
@@ -78,9 +78,9 @@ def _sort_columns(board: dict[str, Any]) -> list[dict[str, Any]]:
     for column in board["columns"]:
         current = column["metric"] == board["sort"]
         if current:
-            href = _url(path, sort=column["metric"], order="asc" if board["order"] == "desc" else "desc")
+            href = _url(path, sort=column["metric"], order="asc" if board["order"] == "desc" else "desc", q=board["q"])
         else:
-            href = _url(path, sort=column["metric"])
+            href = _url(path, sort=column["metric"], q=board["q"])
         direction = {True: "higher is better", False: "lower is better"}.get(column["higher_is_better"], "")
         aria = ("descending" if board["order"] == "desc" else "ascending") if current else "none"
         columns.append({**column, "href": href, "current": current, "aria_sort": aria, "direction": direction})
@@ -123,8 +123,9 @@ def leaderboard_page(
     viewer: ViewerDep,
     sort: str | None = None,
     order: str | None = None,
+    q: str | None = None,
 ):
-    board = leaderboard.leaderboard(session, dataset, viewer, sort=sort, order=order)
+    board = leaderboard.leaderboard(session, dataset, viewer, sort=sort, order=order, q=q)
     columns = _sort_columns(board)
     system_ids = list(dict.fromkeys(row["system_id"] for row in board["rows"]))[:MAX_COMPARED_SYSTEMS]
     context = {
@@ -134,7 +135,8 @@ def leaderboard_page(
         "rows": _ranked_rows(board, columns),
         "chart": _leaderboard_chart(board),
         "compare_url": _url(f"/compare/{dataset}", systems=",".join(map(str, system_ids))),
-        "json_url": _url(f"/api/leaderboards/{dataset}", sort=board["sort"], order=board["order"]),
+        "json_url": _url(f"/api/leaderboards/{dataset}", sort=board["sort"], order=board["order"], q=board["q"]),
+        "q_param": "&q=" + quote(board["q"]) if board["q"] else "",
     }
     return render(request, "leaderboard.html", context)
 
