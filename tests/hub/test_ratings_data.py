@@ -177,7 +177,9 @@ def test_the_imported_chateval_experiments_show_the_independent_agreement_figure
     with (shared_data / "votes.csv").open(newline="") as handle:
         runs = by_run(list(csv.DictReader(handle)))
     with Session(hub_env) as session:
-        experiments_by_run = {e.title: e for e in session.exec(select(Experiment))}
+        experiments_by_run = {e.settings["run"]: e for e in session.exec(select(Experiment))}
+        for run, e in experiments_by_run.items():  # readable titles; the original run id kept in settings
+            assert e.title.endswith(f"({e.dataset_name.upper()}, ChatEval 2019)") and " vs " in e.title, run
         assert set(experiments_by_run) == set(runs)
         for run, rows in runs.items():
             shown = results(session, experiments_by_run[run])["agreement"]["with_excluded"]

@@ -124,4 +124,5 @@ def experiment_json(experiment: Experiment, system_a: System | None, system_b: S
         "launched_at": experiment.launched_at.isoformat() if experiment.launched_at else None,
         "closed_at": experiment.closed_at.isoformat() if experiment.closed_at else None,
         "provisional": is_provisional(experiment),
+        "original_run": (experiment.settings or {}).get("run"),  # an imported ChatEval experiment's run id
     }

@@ -144,7 +144,8 @@ def _prompt_lines(prompts_dir: Path | None, evalset: str) -> list[str] | None:
 def import_chateval(session: Session, votes: Path, prompts_dir: Path | None = None) -> list[int]:
     """Import every run not imported before, in one transaction; returns the new experiment ids."""
     runs = read_votes(votes)
-    existing = {e.title for e in session.exec(select(Experiment).where(Experiment.backend == Backend.imported))}
+    imported = session.exec(select(Experiment).where(Experiment.backend == Backend.imported))
+    existing = {(e.settings or {}).get("run") or e.title for e in imported}  # by original run id (older: title)
     raters: dict[str, Rater] = {}
     created = []
     try:
@@ -159,9 +160,14 @@ def import_chateval(session: Session, votes: Path, prompts_dir: Path | None = No
     return created
 
 
+def readable_title(run: Run) -> str:
+    """A readable title, e.g. "Cakechat vs NCM (NCM, ChatEval 2019)"; the original run id stays in settings."""
+    return f"{run.model_1} vs {run.model_2} ({run.evalset.upper()}, ChatEval 2019)"[:200]
+
+
 def _import_run(session: Session, run: Run, prompts: list[str] | None, raters: dict[str, Rater]) -> int:
     experiment = Experiment(
-        title=run.name,
+        title=readable_title(run),
         dataset_name=run.evalset.lower(),
         dataset_fingerprint="chateval-2019",
         system_a_id=_system(session, run.model_1).id,
