@@ -36,3 +36,24 @@ def test_imported_experiments_have_readable_titles_and_keep_the_run_id(hub_env, 
             "run-0188": "NCM vs OpenNMT Seq2SeqAttn (NCM, ChatEval 2019)",
         }
         assert import_chateval(session, votes) == []  # recognised by the run id, not the title
+
+
+def test_an_imported_profile_points_to_its_human_results(hub_env, tmp_path):
+    """An imported system has no automatic scores but has human results: its profile does not say "No results yet"."""
+    from fastapi.testclient import TestClient
+
+    from hub.models import System
+    from hub.web.app import create_app
+
+    votes = tmp_path / "votes.csv"
+    with votes.open("w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows([COLUMNS, *ROWS])
+    with Session(hub_env) as session:
+        import_chateval(session, votes)
+        cakechat = session.exec(select(System).where(System.name == "Cakechat")).one().id
+    with TestClient(create_app()) as client:
+        response = client.get(f"/systems/{cakechat}", headers={"Accept": "text/html"})
+    assert response.status_code == 200, response.text
+    assert "No results yet" not in response.text
+    assert 'No automatic scores: its results are the <a href="#human">human evaluation</a> below.' in response.text
+    assert '<h2 id="human">Human evaluation</h2>' in response.text
