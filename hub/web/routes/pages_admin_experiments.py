@@ -129,6 +129,12 @@ def _detail(request: Request, session: Session, viewer: User, experiment_id: int
         "view": experiment_results.results(session, experiment, with_raters=True),
         "invites": invites,
         "rater_ids": {r.public_hash: r.id for r in experiment_results.raters_of(session, experiment.id)},
+        "invite_labels": {  # the label the admin typed for the invite each rater came through
+            r.public_hash: labels[r.invite_id]
+            for labels in [{i.id: i.label or f"invite #{i.id}" for i in invites}]
+            for r in experiment_results.raters_of(session, experiment.id)
+            if r.invite_id in labels
+        },
         "public_url": get_settings().public_url.rstrip("/"),
         "mturk": experiment.backend == Backend.mturk,
         **(extra or {}),
