@@ -201,7 +201,7 @@ def _index_html(context: dict[str, Any]) -> str:
     environment = Environment(
         loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html"]), keep_trailing_newline=True
     )
-    return environment.get_template("snapshot_index.html").render(**context)
+    return environment.get_template("standalone/snapshot_index.html").render(**context)
 
 
 def build(engine: Engine, storage: Storage, folder: Path, progress: Progress | None = None) -> Built:
