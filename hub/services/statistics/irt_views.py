@@ -72,6 +72,21 @@ def _band(rank: int, of: int) -> str:
     return "low" if rank > of - of // 4 else "average"
 
 
+PROMPT_TEXT_CHARS = 120  # of a prompt's last turn, in the IRT lists
+
+
+def _with_text(dataset_name: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each prompt row with `text`: its last context turn, cut to PROMPT_TEXT_CHARS (None when the dataset is not
+    installed here, as for votes imported without their prompts)."""
+    try:
+        dataset = installed_dataset(dataset_name)
+    except HubError:
+        return [{**row, "text": None} for row in rows]
+    last = {p.id: p.context[-1].content if p.context else "" for p in dataset.prompts}
+    cut = {k: v if len(v) <= PROMPT_TEXT_CHARS else v[: PROMPT_TEXT_CHARS - 1] + "…" for k, v in last.items()}
+    return [{**row, "text": cut.get(row["prompt"])} for row in rows]
+
+
 def published_fit(session: Session, dataset_name: str) -> dict[str, Any] | None:
     """The newest fit of the dataset, restricted to systems public now; None when the dataset has no fit yet."""
     fit = latest_fit(session, dataset_name)
@@ -107,9 +122,9 @@ def published_fit(session: Session, dataset_name: str) -> dict[str, Any] | None:
         "converged": report["converged"],
         "systems": systems,
         "pairs": pairs,
-        "prompts": report["prompts"],
-        "most_discriminating": report["most_discriminating"],
-        "least_discriminating": report["least_discriminating"],
+        "prompts": _with_text(dataset_name, report["prompts"]),
+        "most_discriminating": _with_text(dataset_name, report["most_discriminating"]),
+        "least_discriminating": _with_text(dataset_name, report["least_discriminating"]),
         "url": f"/irt/{dataset_name}",
     }
 
