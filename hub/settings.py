@@ -70,7 +70,9 @@ class HubSettings(BaseSettings):
     sweep_seconds: int = Field(
         default=15, ge=1, le=3600, description="How often `chateval worker` sends waiting jobs and retries lost ones."
     )
-    smtp_host: str = Field(default="", description="SMTP server for e-mail (notifications, password reset); empty: off.")
+    smtp_host: str = Field(
+        default="", description="SMTP server for e-mail (notifications, password reset); empty: off."
+    )
     smtp_port: int = Field(default=587, ge=1, le=65_535, description="SMTP port (587 STARTTLS, 465 TLS, 25 plain).")
     smtp_username: str = Field(default="", description="SMTP login; empty: no login.")
     smtp_password: str = Field(default="", description="SMTP password (never logged or shown).")

@@ -5,8 +5,8 @@ from hub.models.conversation import ConversationAggregate, ConversationScore, Co
 from hub.models.data_version import DataVersion
 from hub.models.experiment import Backend, Experiment, ExperimentItem, ExperimentStatus, ItemKind, Task, TieMode
 from hub.models.irt_fit import IrtFit
-from hub.models.notification import Notification, OutgoingMail, PasswordReset
 from hub.models.judging import DatasetJudging, Judge, JudgeJudgement, JudgingRun, RubricGrade
+from hub.models.notification import Notification, OutgoingMail, PasswordReset
 from hub.models.outbox import OutboxJob
 from hub.models.rater_qa import RaterQaAdminGrade, RaterQaGrade, RaterQaRun, RatingReason
 from hub.models.rating import Assignment, AssignmentStatus, Rater, RaterInvite, Rating

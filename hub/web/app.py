@@ -32,6 +32,7 @@ from hub.web.routes import (
     api_lifecycle,
     api_public,
     api_queue,
+    api_rater_qa,
     api_submissions,
     pages_account,
     pages_admin,
@@ -44,9 +45,9 @@ from hub.web.routes import (
     pages_mturk,
     pages_public,
     pages_queue,
+    pages_rater_qa,
     pages_rating,
 )
-from hub.web.routes import api_rater_qa, pages_rater_qa
 from hub.web.routes.api_docs import router as docs_router
 from hub.web.security_headers import SecurityHeadersMiddleware
 from hub.web.templating import STATIC, render, wants_html
