@@ -90,7 +90,7 @@ def test_the_judging_pages_render_in_chromium(browser, judged_site):
     form.locator('input[name="key_ref"]').fill(SECRET)  # a key pasted where its variable's name belongs
     form.locator('button[type="submit"]').click()
     alert = page.locator('p.error[role="alert"]')
-    assert "key_ref" in alert.inner_text() and SECRET not in page.content()
+    assert "Key reference" in alert.inner_text() and SECRET not in page.content()
     form = page.locator('form[action="/admin/judging/judges"]')
     form.locator('input[name="name"]').fill("second")
     form.locator('input[name="base_url"]').fill("https://judge.example.org/v1")

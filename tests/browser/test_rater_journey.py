@@ -62,7 +62,7 @@ def test_admin_launches_and_a_rater_completes_a_block(browser, hub):
     admin.goto(f"{hub}/admin/experiments/{experiment_id}")
     assert "1 of 36 task assignments done" in admin.inner_text("dl.acct-meta")
     rows = admin.locator("table.raters tbody tr")
-    assert rows.count() == 1 and "Alice" not in rows.first.inner_text()
+    assert rows.count() == 1 and "Alice" in rows.first.inner_text()  # the invite label the admin typed (issue 11)
 
     with urllib.request.urlopen(f"{hub}/api/downloads/ratings.csv") as response:
         ratings = list(csv.DictReader(io.StringIO(response.read().decode())))
