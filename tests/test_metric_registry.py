@@ -287,7 +287,7 @@ def test_plugin_file_on_the_cli(run_cli, tmp_path, clean_registry):
     responses.write_text("one two three\n\n", encoding="utf-8")
     result = run_cli(
         "evaluate", "--dataset", data.path, "--responses", responses, "--plugin", plugin,
-        "--metrics", "tplugin-words,tplugin-pair", "--json",
+        "--metrics", "tplugin-words,tplugin-pair", "--json", "--allow-empty",  # the second response is empty on purpose
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
     metrics = {m["metric"]: m for m in json.loads(result.stdout)["metrics"]}
