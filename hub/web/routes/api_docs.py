@@ -9,8 +9,11 @@ from fastapi.responses import HTMLResponse
 
 from hub.web.deps import ViewerDep
 from hub.web.templating import render
+from hub.web.threads import RequestSessionRoute
 
-router = APIRouter(tags=["pages"], include_in_schema=False, default_response_class=HTMLResponse)
+router = APIRouter(
+    route_class=RequestSessionRoute, tags=["pages"], include_in_schema=False, default_response_class=HTMLResponse
+)
 
 
 @router.get("/docs")
