@@ -76,6 +76,12 @@ def test_a_set_public_url_is_kept(experiment_id, people):
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_make_run_passes_port_to_serve():
     dry_run = subprocess.run(
-        ["make", "-n", "run", "PORT=8123"], cwd=REPO, capture_output=True, text=True, timeout=60, check=True
-    )
-    assert dry_run.stdout.strip().splitlines()[-1].endswith(".venv/bin/chateval serve --demo --port 8123")
+        ["make", "--no-print-directory", "-n", "run", "PORT=8123"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )  # --no-print-directory: under `make test` this make is a sub-make, which would print "Entering directory" lines
+    serve_lines = [line for line in dry_run.stdout.splitlines() if "chateval serve" in line]
+    assert len(serve_lines) == 1 and serve_lines[0].endswith(".venv/bin/chateval serve --demo --port 8123"), serve_lines
