@@ -19,19 +19,27 @@ def _clear_caches() -> None:
         cached.cache_clear()
 
 
-@pytest.fixture
-def hub_env(tmp_path, monkeypatch):
-    """HUB_DATA_DIR in a temporary folder, schema migrated; yields the engine."""
+def migrated_hub(tmp_path, monkeypatch, database_url: str | None = None):
+    """HUB_DATA_DIR in a temporary folder, schema migrated on SQLite there or on `database_url`; yields the engine.
+    A module that runs on both databases overrides `hub_env` with a parametrized fixture that yields from this."""
     from hub.migrate import upgrade
 
     monkeypatch.setenv("HUB_DATA_DIR", str(tmp_path / "hub-data"))
     for name in ("HUB_DATABASE_URL", "HUB_STORAGE_URL", "HUB_QUEUE_URL"):
         monkeypatch.delenv(name, raising=False)
+    if database_url:
+        monkeypatch.setenv("HUB_DATABASE_URL", database_url)
     _clear_caches()
     upgrade()
     yield db.get_engine()
     db.get_engine().dispose()
     _clear_caches()
+
+
+@pytest.fixture
+def hub_env(tmp_path, monkeypatch):
+    """HUB_DATA_DIR in a temporary folder, schema migrated; yields the engine."""
+    yield from migrated_hub(tmp_path, monkeypatch)
 
 
 DATASET = "hub-open-v1"

@@ -16,7 +16,7 @@ from sqlmodel import Session, select
 
 from hub.models import AuditEntry, ConversationScore, ConversationSet
 from hub.web.app import create_app
-from tests.hub.conftest import auth
+from tests.hub.conftest import auth, migrated_hub
 from tests.hub.conversations.helpers import (
     conversation_lines,
     expected_aggregates,
@@ -33,20 +33,8 @@ HTML = {"Accept": "text/html"}
 @pytest.fixture(params=["sqlite", "postgresql"])
 def hub_env(request, tmp_path, monkeypatch):
     """The conftest's hub, on SQLite and on a fresh PostgreSQL database (skipped when PostgreSQL is down)."""
-    from hub import db
-    from hub.migrate import upgrade
-    from tests.hub.conftest import _clear_caches
-
-    monkeypatch.setenv("HUB_DATA_DIR", str(tmp_path / "hub-data"))
-    for name in ("HUB_DATABASE_URL", "HUB_STORAGE_URL", "HUB_QUEUE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    if request.param == "postgresql":
-        monkeypatch.setenv("HUB_DATABASE_URL", request.getfixturevalue("postgres_url"))
-    _clear_caches()
-    upgrade()
-    yield db.get_engine()
-    db.get_engine().dispose()
-    _clear_caches()
+    url = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
+    yield from migrated_hub(tmp_path, monkeypatch, url)
 
 
 def test_an_uploaded_set_is_scored_turn_by_turn_and_aggregated_by_role(hub_env, people, tmp_path):

@@ -13,7 +13,7 @@ from evaluation.llm.server import LocalChatServer
 from hub.models import AuditEntry, JudgeJudgement, Rating
 from hub.settings import get_settings
 from hub.web.app import create_app
-from tests.hub.conftest import DATASET, auth
+from tests.hub.conftest import DATASET, auth, migrated_hub
 from tests.hub.judging.helpers import (
     KEY_ENV,
     SECRET,
@@ -30,20 +30,8 @@ HTML = {"Accept": "text/html"}
 @pytest.fixture(params=["sqlite", "postgresql"])
 def hub_env(request, tmp_path, monkeypatch):
     """The conftest's hub, on SQLite and on a fresh PostgreSQL database (skipped when PostgreSQL is down)."""
-    from hub import db
-    from hub.migrate import upgrade
-    from tests.hub.conftest import _clear_caches
-
-    monkeypatch.setenv("HUB_DATA_DIR", str(tmp_path / "hub-data"))
-    for name in ("HUB_DATABASE_URL", "HUB_STORAGE_URL", "HUB_QUEUE_URL"):
-        monkeypatch.delenv(name, raising=False)
-    if request.param == "postgresql":
-        monkeypatch.setenv("HUB_DATABASE_URL", request.getfixturevalue("postgres_url"))
-    _clear_caches()
-    upgrade()
-    yield db.get_engine()
-    db.get_engine().dispose()
-    _clear_caches()
+    url = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
+    yield from migrated_hub(tmp_path, monkeypatch, url)
 
 
 @pytest.fixture
