@@ -11,22 +11,43 @@ from hub.models.outbox import OutboxJob
 from hub.models.rater_qa import RaterQaAdminGrade, RaterQaGrade, RaterQaRun, RatingReason
 from hub.models.rating import Assignment, AssignmentStatus, Rater, RaterInvite, Rating
 from hub.models.score import Score
+from hub.models.study import (
+    AnnotationSuggestion,
+    Chat,
+    ChatAnnotation,
+    ChatBranch,
+    ChatMessage,
+    ChatRevert,
+    DraftRequest,
+    Study,
+    StudyInvite,
+    StudyParticipant,
+    StudySchema,
+    StudySystem,
+)
 from hub.models.submission import Submission, SubmissionStatus
 from hub.models.system import System
 from hub.models.user import ApiToken, BrowserSession, User
 
 __all__ = [
+    "AnnotationSuggestion",
     "ApiToken",
     "Assignment",
     "AssignmentStatus",
     "AuditEntry",
     "Backend",
     "BrowserSession",
+    "Chat",
+    "ChatAnnotation",
+    "ChatBranch",
+    "ChatMessage",
+    "ChatRevert",
     "ConversationAggregate",
     "ConversationScore",
     "ConversationSet",
     "DataVersion",
     "DatasetJudging",
+    "DraftRequest",
     "Experiment",
     "ExperimentItem",
     "ExperimentStatus",
@@ -48,6 +69,11 @@ __all__ = [
     "RatingReason",
     "RubricGrade",
     "Score",
+    "Study",
+    "StudyInvite",
+    "StudyParticipant",
+    "StudySchema",
+    "StudySystem",
     "Submission",
     "SubmissionStatus",
     "System",

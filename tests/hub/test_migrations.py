@@ -40,6 +40,18 @@ EXPECTED_TABLES = {
     "raterqarun",
     "raterqagrade",
     "raterqaadmingrade",
+    "study",  # 0016: interactive studies (ChatHF, MILO): systems, schemas, invites, participants, chat trees
+    "studyschema",
+    "studysystem",
+    "studyinvite",
+    "studyparticipant",
+    "chat",
+    "chatmessage",
+    "chatbranch",
+    "chatrevert",
+    "chatannotation",
+    "annotationsuggestion",
+    "draftrequest",
     "alembic_version",
 }
 
