@@ -33,6 +33,8 @@ from hub.web.routes import (
     api_public,
     api_queue,
     api_rater_qa,
+    api_studies,
+    api_study_images,
     api_submissions,
     pages_account,
     pages_admin,
@@ -47,6 +49,7 @@ from hub.web.routes import (
     pages_queue,
     pages_rater_qa,
     pages_rating,
+    pages_studies,
 )
 from hub.web.routes.api_docs import router as docs_router
 from hub.web.security_headers import SecurityHeadersMiddleware
@@ -160,10 +163,13 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
     app.include_router(api_public.router)
     app.include_router(api_judging.router)
     app.include_router(api_conversations.router)
+    app.include_router(api_studies.router)
+    app.include_router(api_study_images.router)
     app.include_router(pages_account.router)
     app.include_router(pages_lifecycle.router)
     app.include_router(pages_admin.router)
     app.include_router(pages_admin_experiments.router)
+    app.include_router(pages_studies.router)  # /admin/studies
     app.include_router(pages_public.router)
     app.include_router(pages_irt.router)
     app.include_router(pages_judging.router)
