@@ -3,7 +3,8 @@
 Limits per route: submissions (`POST /api/submissions`, `POST /submit`) may carry `max_upload_bytes` per file for
 every file a submission can hold (a responses and a log-likelihood file per installed dataset) plus
 `max_form_bytes` for the text fields; experiment creation, whose JSON may list up to 100,000 prompt ids, gets
-`EXPERIMENT_FORM_FACTOR` x `max_form_bytes`; every other request `max_form_bytes`.
+`EXPERIMENT_FORM_FACTOR` x `max_form_bytes`; a study image upload (`POST /api/studies/{id}/images`) one image of
+the studies' size cap plus `max_form_bytes`; every other request `max_form_bytes`.
 
 A declared Content-Length over the limit is refused before the route runs, so nothing is read, spooled or parsed.
 A body without a Content-Length (chunked) is counted as it streams and refused as soon as it passes the limit:
@@ -14,18 +15,22 @@ reads the body (an anonymous 403 with a huge body still runs the route) and answ
 
 from __future__ import annotations
 
+import re
+
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hub.errors import PayloadTooLarge
+from hub.services.studies.images import MAX_IMAGE_BYTES
 from hub.settings import get_settings
 
 UPLOAD_ROUTES = frozenset({("POST", "/api/submissions"), ("POST", "/submit")})
 EXPERIMENT_ROUTES = frozenset({("POST", "/api/experiments"), ("POST", "/admin/experiments")})
 EXPERIMENT_FORM_FACTOR = 8
 FILES_PER_DATASET = 2  # responses[DATASET] and loglik[DATASET]
+STUDY_IMAGE_ROUTE = re.compile(r"/api/studies/[0-9]{1,19}/images")
 
 
 class BodyTooLarge(PayloadTooLarge, HTTPException):
@@ -55,6 +60,8 @@ def body_limit(method: str, path: str) -> int:
         return settings.max_upload_bytes * upload_files() + settings.max_form_bytes
     if route in EXPERIMENT_ROUTES:
         return settings.max_form_bytes * EXPERIMENT_FORM_FACTOR
+    if route[0] == "POST" and STUDY_IMAGE_ROUTE.fullmatch(route[1]):
+        return MAX_IMAGE_BYTES + settings.max_form_bytes
     return settings.max_form_bytes
 
 

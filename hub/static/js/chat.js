@@ -1,0 +1,490 @@
+// The chat page of an interactive study: the active branch of the conversation, the system's reply streaming in,
+// annotation icons under each turn, post-editing the latest reply, going back to an earlier turn, the tree of all
+// branches, images for vision systems and, where the browser offers them, speech input and output.
+import { ApiError, getJson, postForm, postJson, postStream, putJson, setCsrfToken } from "./chat_api.js";
+import { annotationForm, annotationIcons } from "./chat_annotations.js";
+import { branchNumbering, branchWords, pathTo, renderTree } from "./chat_tree.js";
+import { setUpSpeech } from "./chat_speech.js";
+
+const config = JSON.parse(document.getElementById("chat-config").textContent);
+setCsrfToken(config.csrf_token);
+const $ = (id) => document.getElementById(id);
+const turnsList = $("turns");
+const composer = $("composer");
+const input = $("message");
+const sendButton = $("send");
+const statusLine = $("chat-status");
+const failureBox = $("chat-failure");
+const banner = $("view-banner");
+const MAX_IMAGES = config.max_images || 4;
+
+const state = { data: null, byId: new Map(), answers: new Map(), suggestions: new Map(), viewLeaf: null, busy: false };
+let pendingImages = []; // {id|null, file, node}
+let speech = { speak: () => {} };
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === false || v === null || v === undefined) continue;
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else node.setAttribute(k, v === true ? "" : v);
+  }
+  for (const child of children) if (child) node.append(child);
+  return node;
+}
+
+function announce(words) {
+  statusLine.textContent = words;
+}
+
+function showFailure(words, retry) {
+  failureBox.replaceChildren();
+  failureBox.hidden = !words;
+  if (!words) return;
+  failureBox.append(el("p", { class: "error", text: words }));
+  if (retry) {
+    const button = el("button", { type: "button", class: "primary", id: "retry-failed", text: "Retry" });
+    button.addEventListener("click", retry);
+    failureBox.append(button);
+    button.focus();
+  }
+}
+
+// ---- loading and drawing ----------------------------------------------------------------------------------------
+
+async function reload() {
+  const data = await getJson(config.conversation_url);
+  state.data = data;
+  state.byId = new Map(data.messages.map((m) => [m.id, m]));
+  state.answers = new Map((data.annotations || []).map((a) => [`${a.message_id}:${a.question_id}`, a]));
+  state.suggestions = new Map((data.suggestions || []).map((s) => [`${s.message_id}:${s.question_id}`, s]));
+  if (state.viewLeaf !== null && !state.byId.has(state.viewLeaf)) state.viewLeaf = null;
+  render();
+}
+
+function currentLeaf() {
+  return state.data ? state.data.current_leaf_id : null;
+}
+
+function viewedLeaf() {
+  return state.viewLeaf === null ? currentLeaf() : state.viewLeaf;
+}
+
+function latestReply() {
+  const leaf = state.byId.get(currentLeaf());
+  return leaf && leaf.role === "assistant" && leaf.status === "ok" ? leaf : null;
+}
+
+function render() {
+  const viewing = viewedLeaf();
+  const onActive = viewing === currentLeaf();
+  const path = pathTo(state.byId, viewing);
+  turnsList.replaceChildren(...path.map((m) => turnItem(m, onActive, m.id === viewing)));
+  renderBanner(onActive);
+  renderTree({
+    container: $("tree"),
+    messages: state.data.messages,
+    branches: state.data.branches || [],
+    currentLeafId: currentLeaf(),
+    viewedLeafId: viewing,
+    onView: (leafId) => {
+      state.viewLeaf = leafId === currentLeaf() ? null : leafId;
+      render();
+      turnsList.focus();
+    },
+    onOutcome: markOutcome,
+  });
+  const leaf = state.byId.get(currentLeaf());
+  const blocked = !onActive || state.busy || (leaf && leaf.status === "error");
+  input.disabled = sendButton.disabled = !!blocked;
+  $("composer-note").textContent = !onActive
+    ? "You are looking at another branch; go back to the active one to write."
+    : leaf && leaf.status === "error"
+      ? "The last reply failed: retry it, or go back to an earlier turn."
+      : "";
+  if (!path.length) turnsList.append(el("li", { class: "turn-empty muted", text: "Write the first message below." }));
+}
+
+function renderBanner(onActive) {
+  banner.replaceChildren();
+  banner.hidden = onActive;
+  if (onActive) return;
+  const branch = (state.data.branches || []).find((b) => b.leaf_id === state.viewLeaf);
+  const number = branch ? branchNumbering(state.data.branches).get(branch.id) : null;
+  banner.append(
+    el("p", {}, el("strong", { text: `Viewing branch ${number || ""}` }), ` (${branch ? branchWords(branch) : "not active"}).`),
+  );
+  const back = el("button", { type: "button", class: "primary", id: "back-to-active", text: "Back to the active conversation" });
+  back.addEventListener("click", () => {
+    state.viewLeaf = null;
+    render();
+    input.focus();
+  });
+  banner.append(back);
+}
+
+function imageList(message) {
+  if (!message.images || !message.images.length) return null;
+  const list = el("div", { class: "turn-images" });
+  for (const ref of message.images) {
+    list.append(el("img", { src: config.images_url + encodeURIComponent(ref.key), alt: "An image you sent", loading: "lazy" }));
+  }
+  return list;
+}
+
+function turnItem(m, onActive, isViewedLeaf) {
+  const li = el("li", { class: `turn turn-${m.role}`, id: `turn-${m.id}`, "data-message": String(m.id) });
+  const who = m.role === "user" ? "You" : config.system_label;
+  li.append(el("span", { class: "role", text: m.edit_of_id ? `${who} · edited by you` : who }));
+  if (m.status === "error") {
+    li.classList.add("turn-error");
+    li.append(el("p", { class: "error", text: `The system did not answer: ${m.error || "unknown error"}` }));
+    if (onActive && m.id === currentLeaf()) {
+      const retry = el("button", { type: "button", class: "primary retry", text: "Retry", "aria-label": "Retry this reply" });
+      retry.addEventListener("click", () => streamReply(`${config.messages_url}/${m.id}/retry`, {}));
+      li.append(retry);
+    }
+    return li;
+  }
+  li.append(el("div", { class: "content", text: m.content }));
+  li.append(imageList(m) || "");
+  if (m.edit_of_id && state.byId.has(m.edit_of_id)) {
+    const original = state.byId.get(m.edit_of_id);
+    const details = el("details", { class: "original" }, el("summary", { text: "The system's original reply" }));
+    details.append(el("div", { class: "content", text: original.content }));
+    if (m.edit_reason) details.append(el("p", { class: "muted", text: `Why edited: ${m.edit_reason}` }));
+    li.append(details);
+  }
+  const tools = el("div", { class: "turn-tools" });
+  tools.append(
+    annotationIcons({
+      questions: config.questions,
+      message: m,
+      answers: state.answers,
+      onOpen: (q, button) => toggleAnnotation(li, m, q, button),
+    }),
+  );
+  const actions = el("div", { class: "turn-actions" });
+  const latest = latestReply();
+  if (onActive && latest && latest.id === m.id) {
+    const edit = el("button", { type: "button", class: "plain edit-reply", text: "✎ Edit reply", "aria-label": "Edit the system's latest reply" });
+    edit.addEventListener("click", () => openEdit(li, m, edit));
+    actions.append(edit);
+  }
+  if (m.role === "assistant" && m.status === "ok" && (!onActive || m.id !== currentLeaf())) {
+    const words = !onActive && isViewedLeaf ? "↪ Continue from here" : "↶ Go back to here";
+    const back = el("button", { type: "button", class: "plain go-back", text: words, "aria-label": `${words.slice(2)} (turn ${m.depth + 1})` });
+    back.addEventListener("click", () => openRevert(li, m, back));
+    actions.append(back);
+  }
+  tools.append(actions);
+  li.append(tools);
+  return li;
+}
+
+// ---- per-turn forms ---------------------------------------------------------------------------------------------
+
+function openPanel(li, panel, opener) {
+  const old = li.querySelector(".turn-panel");
+  if (old) {
+    const was = old.dataset.opener;
+    old.remove();
+    li.querySelectorAll("[aria-expanded=true]").forEach((b) => b.setAttribute("aria-expanded", "false"));
+    if (was === opener.dataset.panelKey) {
+      opener.focus();
+      return false;
+    }
+  }
+  panel.classList.add("turn-panel");
+  panel.dataset.opener = opener.dataset.panelKey;
+  li.append(panel);
+  opener.setAttribute("aria-expanded", "true");
+  const first = panel.querySelector("input, textarea, select, button");
+  if (first) first.focus();
+  return true;
+}
+
+function closePanel(li, opener) {
+  const panel = li.querySelector(".turn-panel");
+  if (panel) panel.remove();
+  opener.setAttribute("aria-expanded", "false");
+  opener.focus();
+}
+
+function toggleAnnotation(li, m, q, button) {
+  button.dataset.panelKey = `q:${q.id}`;
+  const key = `${m.id}:${q.id}`;
+  const form = annotationForm({
+    q,
+    message: m,
+    answer: state.answers.get(key),
+    suggestion: state.suggestions.get(key),
+    close: () => closePanel(li, button),
+    save: async (answer) => {
+      await putJson(`${config.messages_url}/${m.id}/annotations`, { answers: [answer] });
+      state.answers.set(key, { message_id: m.id, ...answer });
+      announce(`Saved your answer to “${q.question}”.`);
+      const fresh = turnItem(m, viewedLeaf() === currentLeaf(), m.id === viewedLeaf());
+      li.replaceWith(fresh);
+      const again = fresh.querySelector(`.annot-icon[data-question="${CSS.escape(q.id)}"]`);
+      if (again) again.focus();
+    },
+  });
+  openPanel(li, form, button);
+}
+
+function reasonField(label, required) {
+  const box = el("textarea", { name: "reason", rows: "2", maxlength: "2000", required });
+  return [el("label", { class: "reason" }, document.createTextNode(`${label}${required ? " (required)" : " (optional)"}`), box), box];
+}
+
+function formButtons(submitWords, onCancel) {
+  const status = el("span", { class: "form-status", role: "status", "aria-live": "polite" });
+  const submit = el("button", { type: "submit", class: "primary", text: submitWords });
+  const cancel = el("button", { type: "button", class: "plain", text: "Cancel" });
+  cancel.addEventListener("click", onCancel);
+  return [el("p", { class: "form-actions" }, submit, cancel, status), submit, status];
+}
+
+function wireForm(form, li, opener, action) {
+  form.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") {
+      event.preventDefault();
+      closePanel(li, opener);
+    }
+  });
+  const [row, submit, status] = formButtons(form.dataset.submit, () => closePanel(li, opener));
+  form.append(row);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    submit.disabled = true;
+    status.textContent = "Saving…";
+    try {
+      await action();
+    } catch (error) {
+      status.textContent = `Not saved: ${error.message}`;
+      submit.disabled = false;
+    }
+  });
+}
+
+function openEdit(li, m, opener) {
+  opener.dataset.panelKey = "edit";
+  const form = el("form", { class: "edit-form", "aria-label": "Edit the system's reply" });
+  form.dataset.submit = "Save edit";
+  const text = el("textarea", { name: "content", rows: "5", maxlength: "20000", required: true, "aria-label": "Edited reply" });
+  text.value = m.content;
+  form.append(el("p", { class: "muted", text: "Correct the reply as it should have been; the conversation continues from your edit." }), text);
+  const [label, reason] = reasonField("Why did you edit it?", !!config.edit_reason_required);
+  form.append(label);
+  wireForm(form, li, opener, async () => {
+    const body = { content: text.value };
+    if (reason.value.trim()) body.reason = reason.value.trim();
+    await postJson(`${config.messages_url}/${m.id}/edit`, body);
+    announce("Your edit replaced the reply; the original is kept in the tree.");
+    await reload();
+    input.focus();
+  });
+  openPanel(li, form, opener);
+}
+
+function openRevert(li, m, opener) {
+  opener.dataset.panelKey = "revert";
+  const form = el("form", { class: "revert-form", "aria-label": "Go back to this turn" });
+  form.dataset.submit = "Go back";
+  form.append(el("p", { class: "muted", text: "The turns after this one are kept as a closed branch; you continue from here." }));
+  const [label, reason] = reasonField("What went wrong after this turn?", false);
+  form.append(label);
+  wireForm(form, li, opener, async () => {
+    const body = { message_id: m.id };
+    if (reason.value.trim()) body.reason = reason.value.trim();
+    await postJson(config.revert_url, body);
+    state.viewLeaf = null;
+    announce("You went back; the later turns are kept as a closed branch.");
+    await reload();
+    input.focus();
+  });
+  openPanel(li, form, opener);
+}
+
+async function markOutcome(branch, successful, box) {
+  try {
+    await postJson(`${config.branches_url}/${branch.leaf_id}/outcome`, { successful });
+    branch.successful = successful;
+    announce(`Branch marked ${successful ? "successful" : "not successful"}.`);
+  } catch (error) {
+    box.checked = !successful;
+    announce(`Not saved: ${error.message}`);
+  }
+}
+
+// ---- sending and streaming ----------------------------------------------------------------------------------------
+
+function streamingBubble() {
+  const li = el("li", { class: "turn turn-assistant streaming", "aria-busy": "true" });
+  li.append(el("span", { class: "role", text: `${config.system_label} · answering…` }));
+  const content = el("div", { class: "content" });
+  li.append(content);
+  turnsList.append(li);
+  return content;
+}
+
+async function streamReply(url, body, onRefused) {
+  state.busy = true;
+  input.disabled = sendButton.disabled = true;
+  showFailure("");
+  announce("The system is answering…");
+  const content = streamingBubble();
+  let finished = null;
+  let failure = null;
+  try {
+    const last = await postStream(url, body, (name, data) => {
+      if (name === "delta" && data && typeof data.text === "string") {
+        content.textContent += data.text;
+        content.scrollIntoView({ block: "end" });
+      } else if (name === "done") {
+        finished = data && data.message ? data.message : data;
+      } else if (name === "error") {
+        const m = data && data.message;
+        failure = typeof m === "string" ? m : (m && m.error) || (data && data.error) || "the system did not answer";
+      }
+    });
+    if (!finished && !failure && last !== "done") failure = "the reply stopped before it was complete";
+  } catch (error) {
+    if (error instanceof ApiError && error.status >= 400 && error.status < 500 && error.status !== 429 && onRefused) {
+      onRefused(error);
+    } else {
+      failure = error.message;
+    }
+  }
+  state.busy = false;
+  try {
+    await reload();
+  } catch (error) {
+    failure = failure || error.message;
+  }
+  const leaf = state.byId.get(currentLeaf());
+  if (failure) {
+    // An errored reply kept in the tree has its own Retry button; otherwise retry the whole request.
+    const kept = leaf && leaf.status === "error";
+    announce(`The system did not answer: ${failure}`);
+    if (!kept) showFailure(`The system did not answer: ${failure}`, () => streamReply(url, body, onRefused));
+    else document.querySelector(".turn-error .retry")?.focus();
+  } else if (finished) {
+    announce("The reply is complete.");
+    speech.speak(leaf && leaf.role === "assistant" ? leaf.content : content.textContent);
+    if (!input.disabled) input.focus();
+  }
+}
+
+async function send() {
+  const text = input.value.trim();
+  if (!text || state.busy) return;
+  if (pendingImages.some((p) => !p.id)) {
+    announce("Wait for the images to finish uploading, or remove the ones that failed.");
+    return;
+  }
+  const images = pendingImages.map((p) => p.id);
+  input.value = "";
+  const shown = el("li", { class: "turn turn-user pending" }, el("span", { class: "role", text: "You" }), el("div", { class: "content", text }));
+  turnsList.append(shown);
+  const kept = pendingImages;
+  clearImages();
+  await streamReply(config.messages_url, { content: text, images }, (refusal) => {
+    input.value = text; // refused (e.g. an image the system cannot take): nothing was sent, the text stays
+    kept.forEach((p) => addPreview(p.file, p.id));
+    showFailure(`Not sent: ${refusal.message}`);
+  });
+}
+
+composer.addEventListener("submit", (event) => {
+  event.preventDefault();
+  send();
+});
+input.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    send();
+  }
+});
+
+// ---- images -------------------------------------------------------------------------------------------------------
+
+const previews = $("image-previews");
+
+function clearImages() {
+  pendingImages = [];
+  previews.replaceChildren();
+}
+
+function addPreview(file, knownId) {
+  const item = { id: knownId || null, file, node: el("li", { class: "preview" }) };
+  const img = el("img", { alt: `Preview of ${file.name}` });
+  const reader = new FileReader();
+  reader.addEventListener("load", () => img.setAttribute("src", reader.result));
+  reader.readAsDataURL(file);
+  const note = el("span", { class: "preview-status", text: knownId ? "ready" : "uploading…" });
+  const remove = el("button", { type: "button", class: "plain", text: "Remove", "aria-label": `Remove ${file.name}` });
+  remove.addEventListener("click", () => {
+    pendingImages = pendingImages.filter((p) => p !== item);
+    item.node.remove();
+    input.focus();
+  });
+  item.node.append(img, el("span", { class: "preview-name", text: file.name }), note, remove);
+  previews.append(item.node);
+  pendingImages.push(item);
+  if (knownId) return;
+  const form = new FormData();
+  form.append("image", file, file.name);
+  postForm(config.upload_url, form).then(
+    (answer) => {
+      item.id = answer.id;
+      note.textContent = "ready";
+    },
+    (error) => {
+      note.textContent = `refused: ${error.message}`;
+      note.classList.add("error");
+      pendingImages = pendingImages.filter((p) => p !== item);
+    },
+  );
+}
+
+if (config.vision) {
+  const picker = $("image-input");
+  $("attach").hidden = false;
+  $("attach").addEventListener("click", () => picker.click());
+  picker.addEventListener("change", () => {
+    for (const file of Array.from(picker.files || [])) {
+      if (pendingImages.length >= MAX_IMAGES) {
+        announce(`At most ${MAX_IMAGES} images per message.`);
+        break;
+      }
+      addPreview(file);
+    }
+    picker.value = "";
+  });
+}
+
+// ---- keyboard shortcuts (documented on the page) --------------------------------------------------------------------
+
+document.addEventListener("keydown", (event) => {
+  if (event.altKey || event.ctrlKey || event.metaKey) return;
+  const target = event.target;
+  if (target instanceof HTMLInputElement || target instanceof HTMLTextAreaElement || target instanceof HTMLSelectElement) return;
+  const last = turnsList.querySelector("li.turn:last-of-type");
+  if (event.key === "/") {
+    event.preventDefault();
+    input.focus();
+  } else if (event.key === "e") {
+    turnsList.querySelector(".edit-reply")?.click();
+  } else if (event.key === "a") {
+    last?.querySelector(".annot-icon")?.click();
+  } else if (event.key === "t") {
+    $("tree-panel").open = true;
+    $("tree").querySelector("button")?.focus();
+  }
+});
+
+speech = setUpSpeech({ input, micButton: $("speak"), readAloud: $("read-aloud"), announce });
+reload().catch((error) => showFailure(`The conversation could not be loaded: ${error.message}`, () => location.reload()));

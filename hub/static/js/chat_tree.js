@@ -1,0 +1,130 @@
+// The conversation tree: every message nested under its parent (post-edits and reversals make siblings), and the
+// list of branches (the active one and those closed by an edit or a reversal), each viewable and markable as
+// successful or not.
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === false || v === null || v === undefined) continue;
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else node.setAttribute(k, v === true ? "" : v);
+  }
+  for (const child of children) if (child) node.append(child);
+  return node;
+}
+
+// Messages from the root to `leafId`.
+export function pathTo(byId, leafId) {
+  const path = [];
+  const seen = new Set();
+  let node = byId.get(leafId);
+  while (node && !seen.has(node.id)) {
+    seen.add(node.id);
+    path.push(node);
+    node = node.parent_id ? byId.get(node.parent_id) : null;
+  }
+  return path.reverse();
+}
+
+function snippet(text, limit) {
+  const flat = (text || "").replace(/\s+/g, " ").trim();
+  return flat.length > limit ? flat.slice(0, limit - 1) + "…" : flat || "(empty)";
+}
+
+function speaker(message) {
+  if (message.role === "user") return "You";
+  return message.edit_of_id ? "System (your edit)" : "System";
+}
+
+export function branchWords(branch) {
+  if (!branch.closed_by) return "active";
+  const how = branch.closed_by === "edit" ? "closed by an edit" : "left by going back";
+  return branch.reason ? `${how}: “${snippet(branch.reason, 60)}”` : how;
+}
+
+// `branches` named 1..n by creation order; the branch whose path holds a message, preferring the one viewed.
+export function branchNumbering(branches) {
+  const numbers = new Map();
+  [...branches].sort((a, b) => a.id - b.id).forEach((b, i) => numbers.set(b.id, i + 1));
+  return numbers;
+}
+
+function branchFor(messageId, branches, byId, preferredLeaf) {
+  const holding = branches.filter((b) => pathTo(byId, b.leaf_id).some((m) => m.id === messageId));
+  return holding.find((b) => b.leaf_id === preferredLeaf) || holding.find((b) => !b.closed_by) || holding[0] || null;
+}
+
+export function renderTree({ container, messages, branches, currentLeafId, viewedLeafId, onView, onOutcome }) {
+  const byId = new Map(messages.map((m) => [m.id, m]));
+  const children = new Map();
+  for (const m of [...messages].sort((a, b) => a.id - b.id)) {
+    const key = m.parent_id || 0;
+    if (!children.has(key)) children.set(key, []);
+    children.get(key).push(m);
+  }
+  const viewed = new Set(pathTo(byId, viewedLeafId).map((m) => m.id));
+  const active = new Set(pathTo(byId, currentLeafId).map((m) => m.id));
+  const numbers = branchNumbering(branches);
+
+  const list = (parentKey) => {
+    const kids = children.get(parentKey) || [];
+    if (!kids.length) return null;
+    const ul = el("ul", { class: parentKey ? "tree-level" : "tree-level tree-root" });
+    for (const m of kids) {
+      const classes = ["tree-node", `tree-${m.role}`];
+      if (active.has(m.id)) classes.push("on-active");
+      if (viewed.has(m.id)) classes.push("on-viewed");
+      if (m.status === "error") classes.push("tree-error");
+      const branch = branchFor(m.id, branches, byId, viewedLeafId);
+      const label = `${speaker(m)}: ${snippet(m.content || m.error, 48)}`;
+      const button = el("button", {
+        type: "button",
+        class: classes.join(" "),
+        "aria-current": viewed.has(m.id) && m.id === viewedLeafId ? "true" : null,
+        title: branch ? `Branch ${numbers.get(branch.id)} (${branchWords(branch)})` : label,
+      });
+      button.append(el("span", { class: "tree-speaker", text: speaker(m) }), ` ${snippet(m.content || m.error, 48)}`);
+      button.addEventListener("click", () => onView(branch ? branch.leaf_id : m.id));
+      const li = el("li", {}, button);
+      const below = list(m.id);
+      if (below) li.append(below);
+      ul.append(li);
+    }
+    return ul;
+  };
+
+  const table = el("table", { class: "branches" });
+  table.append(
+    el("thead", {}, el("tr", {}, ...["Branch", "State", "Turns", "Successful", ""].map((h) => el("th", { text: h })))),
+  );
+  const body = el("tbody");
+  for (const b of [...branches].sort((x, y) => x.id - y.id)) {
+    const n = numbers.get(b.id);
+    const box = el("input", { type: "checkbox", checked: !!b.successful, "aria-label": `Branch ${n} was successful` });
+    box.addEventListener("change", () => onOutcome(b, box.checked, box));
+    const view = el("button", {
+      type: "button",
+      class: "plain",
+      text: b.leaf_id === viewedLeafId ? "Viewing" : "View",
+      disabled: b.leaf_id === viewedLeafId,
+      "aria-label": `View branch ${n}`,
+    });
+    view.addEventListener("click", () => onView(b.leaf_id));
+    const row = el(
+      "tr",
+      { class: b.closed_by ? "branch-closed" : "branch-active" },
+      el("td", { text: String(n) }),
+      el("td", { text: branchWords(b) }),
+      el("td", { class: "num", text: String(pathTo(byId, b.leaf_id).length) }),
+      el("td", {}, box),
+      el("td", {}, view),
+    );
+    body.append(row);
+  }
+  table.append(body);
+  container.replaceChildren(
+    el("div", { class: "tree", role: "group", "aria-label": "All messages, nested under the message they answer" }, list(0) || el("p", { class: "muted", text: "No messages yet." })),
+    table,
+  );
+}
