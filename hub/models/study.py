@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Text, UniqueConstraint
+from sqlalchemy import JSON, Column, Text, UniqueConstraint, false
 from sqlmodel import Field, SQLModel
 
 from hub.models.common import utcnow
@@ -35,6 +35,11 @@ class Study(SQLModel, table=True):
     assistance: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     max_participants: int = Field(default=50, description="Cap on participants over all the study's invites.")
     participant_count: int = 0
+    public: bool = Field(
+        default=False,
+        sa_column_kwargs={"server_default": false()},
+        description="The admin publishes the conversations and annotations (only once the study is closed).",
+    )
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
 

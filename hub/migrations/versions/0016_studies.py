@@ -33,6 +33,7 @@ def upgrade() -> None:
         sa.Column("assistance", sa.JSON(), nullable=False),
         sa.Column("max_participants", sa.Integer(), nullable=False),
         sa.Column("participant_count", sa.Integer(), nullable=False),
+        sa.Column("public", sa.Boolean(), server_default=sa.false(), nullable=False),
         sa.Column("created_at", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
         sa.Column("updated_at", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
         sa.ForeignKeyConstraint(

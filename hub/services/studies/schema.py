@@ -55,7 +55,7 @@ def _compose(text: str, name: str) -> Node | None:
         raise SchemaError(f"not valid YAML: {problem}", path=name, line=mark.line + 1 if mark else None) from None
 
 
-def parse_schema(text: str, source_format: str = "yaml", *, name: str = "schema") -> dict[str, Any]:
+def parse_schema(text: str, source_format: str = "yaml", *, name: str = "the schema") -> dict[str, Any]:
     """The validated, normalised schema of `text`; SchemaError naming the line of the first problem."""
     if source_format not in FORMATS:
         raise SchemaError(f"format must be one of {', '.join(FORMATS)}", path=name)
@@ -72,19 +72,19 @@ def parse_schema(text: str, source_format: str = "yaml", *, name: str = "schema"
     return _Validator(name).schema(node)
 
 
-def parse_schema_object(data: object) -> dict[str, Any]:
+def parse_schema_object(data: object, *, name: str = "the schema") -> dict[str, Any]:
     """A schema sent as a JSON object in an API body: checked as its indented JSON text (lines of that text)."""
     try:
         text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):
-        raise SchemaError("must be a JSON object", path="schema") from None
-    return parse_schema(text, "json", name="schema")
+        raise SchemaError("must be a JSON object", path=name) from None
+    return parse_schema(text, "json", name=name)
 
 
 def checked(text: str, source_format: str, *, field: str) -> dict[str, Any]:
     """parse_schema as the hub's 422, naming `field` and, in the message, the line."""
     try:
-        return parse_schema(text, source_format, name=field)
+        return parse_schema(text, source_format, name="the schema")
     except InvalidInputError as exc:
         raise UnprocessableInput(exc.describe(), field=field) from None
 

@@ -229,15 +229,25 @@ def upload_schema(session: Session, admin: User | None, study: Study, upload: Sc
     return row
 
 
-def set_status(session: Session, admin: User | None, study: Study, status: str) -> Study:
+def set_status(session: Session, admin: User | None, study: Study, status: str, public: bool | None = None) -> Study:
+    """Open (participants may join and chat), close, or back to draft; `public`: the admin publishes the study's
+    conversations and annotations (downloads and exports show them once it is also closed)."""
     admin = _admin(admin)
     if status not in ("draft", "open", "closed"):
         raise UnprocessableInput("status is draft, open or closed", field="status")
     study.status, study.updated_at = status, utcnow()
+    if public is not None:
+        study.public = public
     session.add(study)
     session.commit()
     session.refresh(study)
-    audit.record(session, actor=admin, action="study_status", target=f"study #{study.id}", detail={"status": status})
+    audit.record(
+        session,
+        actor=admin,
+        action="study_status",
+        target=f"study #{study.id}",
+        detail={"status": status, "public": study.public},
+    )
     return study
 
 
@@ -292,6 +302,7 @@ def study_json(session: Session, study: Study, *, admin: bool) -> dict[str, Any]
             assistance=study.assistance,
             max_participants=study.max_participants,
             participant_count=study.participant_count,
+            public=study.public,
             created_at=study.created_at.isoformat(),
             updated_at=study.updated_at.isoformat(),
         )

@@ -35,6 +35,7 @@ class StatusForm(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     status: Literal["draft", "open", "closed"]
+    public: bool | None = Field(default=None, description="Publish the conversations once closed (None: unchanged).")
 
 
 def _inlined(node: Any, definitions: dict[str, Any]) -> Any:
@@ -123,10 +124,12 @@ def upload_schema(study_id: DatabaseId, body: JsonBody, session: SessionDep, vie
 
 @router.post("/api/studies/{study_id}/status", openapi_extra=STATUS_BODY)
 def set_status(study_id: DatabaseId, body: JsonBody, session: SessionDep, viewer: StudyViewerDep) -> dict:
-    """Open (participants may join and chat), close, or put back to draft (admins)."""
+    """Open (participants may join and chat), close, or put back to draft; publish or not (admins)."""
     study = studies.get_study(session, study_id) if viewer.is_admin else _visible_study(session, viewer, study_id)
     form = validated(StatusForm, body)
-    return studies.study_json(session, studies.set_status(session, viewer.user, study, form.status), admin=True)
+    return studies.study_json(
+        session, studies.set_status(session, viewer.user, study, form.status, form.public), admin=True
+    )
 
 
 @router.post("/api/studies/{study_id}/invites", status_code=201, openapi_extra=INVITE_BODY)
