@@ -1,6 +1,7 @@
 // Annotation icons under each turn and the small form each one opens: binary, Likert (custom labels), choice,
 // multi-select and free text, each with an optional or required explanation; the judge's suggestion when the study
-// shows one. Values sent: binary true/false, Likert the point 1..n, choice the option, multi a list, text a string.
+// shows one. Values sent: binary true/false (labels[0] = false, labels[1] = true: "No", "Yes" by default), Likert the
+// point 1..n, choice the option, multi a list of options, text a string.
 
 const GLYPHS = { binary: "◐", likert: "★", choice: "◉", multi: "☑", text: "✎" };
 const KIND_WORDS = {
@@ -17,14 +18,14 @@ export function questionsFor(questions, role) {
 }
 
 function binaryLabels(q) {
-  return q.labels && q.labels.length === 2 ? q.labels : ["Yes", "No"];
+  return q.labels && q.labels.length === 2 ? q.labels : ["No", "Yes"];
 }
 
 // The answer in words, for the icon's label and title.
 export function answerWords(q, answer) {
   if (!answer) return "";
   const v = answer.value;
-  if (q.kind === "binary") return binaryLabels(q)[v === true ? 0 : 1];
+  if (q.kind === "binary") return binaryLabels(q)[v === true ? 1 : 0];
   if (q.kind === "likert") return `${v} · ${q.labels[v - 1] || ""}`;
   if (q.kind === "multi") return (v || []).join(", ") || "none";
   return String(v);
@@ -46,7 +47,7 @@ function optionInputs(q, name, current) {
   const group = el("div", { class: "annot-options", role: q.kind === "multi" ? "group" : "radiogroup" });
   group.setAttribute("aria-label", q.question);
   let options;
-  if (q.kind === "binary") options = binaryLabels(q).map((label, i) => [label, i === 0]);
+  if (q.kind === "binary") options = binaryLabels(q).map((label, i) => [label, i === 1]);
   else if (q.kind === "likert") options = q.labels.map((label, i) => [`${i + 1} · ${label}`, i + 1]);
   else options = q.labels.map((label) => [label, label]);
   options.forEach(([label, value], i) => {
