@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import sqlite3
+import tempfile
 import uuid
+from contextlib import closing
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -19,18 +25,45 @@ def _clear_caches() -> None:
         cached.cache_clear()
 
 
-def migrated_hub(tmp_path, monkeypatch, database_url: str | None = None):
-    """HUB_DATA_DIR in a temporary folder, schema migrated on SQLite there or on `database_url`; yields the engine.
-    A module that runs on both databases overrides `hub_env` with a parametrized fixture that yields from this."""
+_MIGRATED_SQLITE: list[Path] = []  # the one SQLite file this test session migrated to head, copied for each test
+
+
+def _migrated_sqlite_template() -> Path:
+    """An SQLite database migrated to head once per test session: running the 15 migrations costs each test about a
+    second (SQLite rebuilds tables and syncs every step), a copy of the result takes milliseconds. The migrations
+    themselves are tested from empty in test_migrations.py."""
     from hub.migrate import upgrade
 
-    monkeypatch.setenv("HUB_DATA_DIR", str(tmp_path / "hub-data"))
+    if not _MIGRATED_SQLITE:
+        folder = Path(tempfile.mkdtemp(prefix="hub-migrated-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        built, template = folder / "built.db", folder / "template.db"
+        upgrade(f"sqlite:///{built}")
+        with closing(sqlite3.connect(built)) as source, closing(sqlite3.connect(template)) as target:
+            source.backup(target)  # one self-contained file, whatever is still in the write-ahead log
+        _MIGRATED_SQLITE.append(template)
+    return _MIGRATED_SQLITE[0]
+
+
+def migrated_hub(tmp_path, monkeypatch, database_url: str | None = None):
+    """HUB_DATA_DIR in a temporary folder, schema migrated on SQLite there (a copy of the session's migrated
+    template) or on `database_url`; yields the engine. A module that runs on both databases overrides `hub_env` with a
+    parametrized fixture that yields from this."""
+    from hub.migrate import upgrade
+
+    data_dir = tmp_path / "hub-data"
+    monkeypatch.setenv("HUB_DATA_DIR", str(data_dir))
     for name in ("HUB_DATABASE_URL", "HUB_STORAGE_URL", "HUB_QUEUE_URL"):
         monkeypatch.delenv(name, raising=False)
     if database_url:
         monkeypatch.setenv("HUB_DATABASE_URL", database_url)
     _clear_caches()
-    upgrade()
+    if database_url:
+        upgrade()
+    else:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(_migrated_sqlite_template(), data_dir / "hub.db")
+        assert settings.get_settings().resolved_database_url == f"sqlite:///{data_dir / 'hub.db'}"
     yield db.get_engine()
     db.get_engine().dispose()
     _clear_caches()
