@@ -4,6 +4,7 @@ nothing refused is stored, and a stored image comes back as the data URL an endp
 from __future__ import annotations
 
 import base64
+import hashlib
 import struct
 import zlib
 
@@ -100,3 +101,60 @@ def test_an_id_naming_no_image_or_another_stored_file_is_refused_alike(storage):
     with pytest.raises(UnprocessableInput) as too_many:
         images.message_images(storage, [key] * (images.MAX_IMAGES_PER_MESSAGE + 1))
     assert too_many.value.field == "images"
+
+
+# ---- over HTTP: a participant uploads, the conversation shows what was sent ----------------------------------------
+
+
+@pytest.fixture
+def client(hub_env):
+    from fastapi.testclient import TestClient
+
+    from hub.web.app import create_app
+
+    with TestClient(create_app()) as client:
+        yield client
+
+
+def _participant_in_study(client, people, *, vision: bool):
+    from tests.hub.conftest import auth
+    from tests.hub.studies.helpers import join, study_body
+
+    body = study_body("http://127.0.0.1:9/v1")
+    body["systems"][0]["vision"] = vision
+    study = client.post("/api/studies", json=body, headers=auth(people["admin"])).json()
+    invite = client.post(f"/api/studies/{study['id']}/invites", json={}, headers=auth(people["admin"])).json()
+    join(client, invite["token"])
+    return study["id"]
+
+
+def _upload(client, study_id: int, data: bytes, name: str = "photo.png", mime: str = "image/png"):
+    return client.post(f"/api/studies/{study_id}/images", files={"image": (name, data, mime)})
+
+
+def test_a_participant_uploads_a_png_and_bad_files_are_refused_naming_the_field(client, people):
+    study_id = _participant_in_study(client, people, vision=True)
+    data = png()
+    stored = _upload(client, study_id, data)
+    assert stored.status_code == 201, stored.text
+    assert stored.json() == {"id": hashlib.sha256(data).hexdigest(), "mime": "image/png", "size": len(data)}
+
+    renamed = _upload(client, study_id, b"meeting notes, not a picture\n", name="notes.png")
+    assert renamed.status_code == 422 and renamed.json()["field"] == "image"
+    assert "not an image the hub accepts" in renamed.json()["error"]
+
+    big = _upload(client, study_id, png(pad=images.MAX_IMAGE_BYTES))
+    assert big.status_code == 413 and big.json()["field"] == "image"
+
+    no_token = client.post(
+        f"/api/studies/{study_id}/images", files={"image": ("a.png", data, "image/png")}, headers={"X-CSRF-Token": ""}
+    )
+    assert no_token.status_code == 403  # the participant's cookie alone is not enough (CSRF)
+    client.cookies.clear()
+    assert _upload(client, study_id, data).status_code == 404  # a stranger sees no study
+
+
+def test_a_study_without_a_vision_system_takes_no_images(client, people):
+    study_id = _participant_in_study(client, people, vision=False)
+    refused = _upload(client, study_id, png())
+    assert refused.status_code == 422 and refused.json()["field"] == "image"
