@@ -14,7 +14,7 @@ from evaluation.errors import InvalidInputError, NotFoundError
 
 MAX_RULES_BYTES = 1024 * 1024
 GROUP_REF = re.compile(r"\\(\d+)|\\g<(\w+)>")
-FaultKind = Literal["rate_limit", "server_error", "slow", "drop", "non_json", "empty_choices"]
+FaultKind = Literal["rate_limit", "server_error", "slow", "drop", "non_json", "empty_choices", "stall_stream"]
 
 
 class FaultSpec(BaseModel):

@@ -47,7 +47,9 @@ class LocalChatServer:
 
     Faults (`inject(kind, times=None, ...)`, switchable while it runs): rate_limit (429 with Retry-After),
     server_error (500), slow (answers after `delay_s`), drop (connection closed mid-answer), non_json (200 with an
-    HTML body), empty_choices (200 with `choices: []`). With `expected_key`, any other Bearer key gets 401.
+    HTML body), empty_choices (200 with `choices: []`), stall_stream (a streamed answer stops for `delay_s` halfway;
+    an answer not streamed comes after `delay_s`). `"stream": true` chat requests are answered as OpenAI's
+    server-sent events, one chunk per word. With `expected_key`, any other Bearer key gets 401.
     `counts` counts requests by path and by fault served; `requests` is the total; `max_in_flight` is the most
     requests it was answering at once.
     """
@@ -165,9 +167,12 @@ class LocalChatServer:
                 await _send_json(send, 401, {"error": {"message": f"Incorrect API key provided: {sent}"}})
                 return
         fault = self._next_fault()
+        stall: FaultSpec | None = None
         if fault is not None:
             self.counts[fault.kind] += 1
-            if await self._serve_fault(fault, send):
+            if fault.kind == "stall_stream":
+                stall = fault
+            elif await self._serve_fault(fault, send):
                 return
         if self.latency_s:
             await asyncio.sleep(self.latency_s)
@@ -177,6 +182,11 @@ class LocalChatServer:
             await _send_json(send, 400, {"error": {"message": "request body is not JSON"}})
             return
         if scope["method"] == "POST" and path == "/v1/chat/completions" and isinstance(request, dict):
+            if request.get("stream") is True:
+                await self._stream_chat(self._chat(request), send, stall)
+                return
+            if stall is not None:
+                await asyncio.sleep(stall.delay_s)
             await _send_json(send, 200, self._chat(request))
         elif scope["method"] == "POST" and path == "/v1/completions" and isinstance(request, dict):
             await _send_json(send, 200, self._completion(request))
@@ -204,16 +214,40 @@ class LocalChatServer:
             await _send_json(send, 200, {"id": "x", "object": "chat.completion", "choices": [], "usage": {}})
         return True
 
+    async def _stream_chat(self, answer: dict, send: Callable, stall: FaultSpec | None) -> None:
+        """The answer as OpenAI's server-sent events: one chunk per word (with its leading space), a last chunk with
+        the finish reason and usage, then `[DONE]`. A stall_stream fault stops for `delay_s` after half the words."""
+        headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        choice = answer["choices"][0]
+        pieces = TOKEN.findall(choice["message"]["content"] or "")
+        base = {"id": answer["id"], "object": "chat.completion.chunk", "created": answer["created"]}
+        base["model"] = answer["model"]
+
+        async def event(data: Any) -> None:
+            payload = data if isinstance(data, str) else json.dumps(data)
+            await send({"type": "http.response.body", "body": f"data: {payload}\n\n".encode(), "more_body": True})
+
+        await event({**base, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]})
+        for number, piece in enumerate(pieces):
+            if stall is not None and number == len(pieces) // 2:
+                await asyncio.sleep(stall.delay_s)
+            await event({**base, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+        last = [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]
+        await event({**base, "choices": last, "usage": answer["usage"]})
+        await event("[DONE]")
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
     def _chat(self, request: dict) -> dict:
         messages: list[Any] = request["messages"] if isinstance(request.get("messages"), list) else []
-        users = [m.get("content", "") for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+        users = [_text_of(m.get("content", "")) for m in messages if isinstance(m, dict) and m.get("role") == "user"]
         text = self.responder(request) if self.responder else self.rules.reply(str(users[-1]) if users else "")
         words = text.split() if text is not None else []  # a responder returning None scripts "content": null
         limit = request.get("max_tokens")
         finish = "stop"
         if text is not None and isinstance(limit, int) and 0 < limit < len(words):
             text, finish = " ".join(words[:limit]), "length"
-        prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in messages if isinstance(m, dict))
+        prompt_tokens = sum(len(_text_of(m.get("content", "")).split()) for m in messages if isinstance(m, dict))
         return {
             "id": f"chatcmpl-{next(self._ids)}",
             "object": "chat.completion",
@@ -261,6 +295,20 @@ class LocalChatServer:
 
 
 _HIDE_DROPS = _HideDeliberateDrops()
+
+
+def _text_of(content: Any) -> str:
+    """A message's text; a vision message's parts as their texts, each image as `[image <type>]`."""
+    if not isinstance(content, list):
+        return str(content)
+    texts = []
+    for part in content:
+        if isinstance(part, dict) and part.get("type") == "text":
+            texts.append(str(part.get("text", "")))
+        elif isinstance(part, dict) and part.get("type") == "image_url":
+            url = str((part.get("image_url") or {}).get("url", ""))
+            texts.append(f"[image {url[5:].split(';', 1)[0] if url.startswith('data:') else 'url'}]")
+    return " ".join(texts)
 
 
 async def _send(send: Callable, status: int, payload: bytes, content_type: bytes, extra: list | None = None) -> None:
