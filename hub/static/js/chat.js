@@ -443,7 +443,8 @@ function addPreview(file, knownId) {
       note.textContent = "ready";
     },
     (error) => {
-      note.textContent = `refused: ${error.message}`;
+      img.remove(); // not an image the hub takes: its preview would be a broken picture
+      note.textContent = `Refused: ${error.message.replace(/^image: /, "")}`;
       note.classList.add("error");
       pendingImages = pendingImages.filter((p) => p !== item);
     },

@@ -67,32 +67,39 @@ export function renderTree({ container, messages, branches, currentLeafId, viewe
   const active = new Set(pathTo(byId, currentLeafId).map((m) => m.id));
   const numbers = branchNumbering(branches);
 
-  const list = (parentKey) => {
-    const kids = children.get(parentKey) || [];
-    if (!kids.length) return null;
-    const ul = el("ul", { class: parentKey ? "tree-level" : "tree-level tree-root" });
-    for (const m of kids) {
-      const classes = ["tree-node", `tree-${m.role}`];
-      if (active.has(m.id)) classes.push("on-active");
-      if (viewed.has(m.id)) classes.push("on-viewed");
-      if (m.status === "error") classes.push("tree-error");
-      const branch = branchFor(m.id, branches, byId, viewedLeafId);
-      const label = `${speaker(m)}: ${snippet(m.content || m.error, 48)}`;
-      const button = el("button", {
-        type: "button",
-        class: classes.join(" "),
-        "aria-current": viewed.has(m.id) && m.id === viewedLeafId ? "true" : null,
-        title: branch ? `Branch ${numbers.get(branch.id)} (${branchWords(branch)})` : label,
-      });
-      button.append(el("span", { class: "tree-speaker", text: speaker(m) }), ` ${snippet(m.content || m.error, 48)}`);
-      button.addEventListener("click", () => onView(branch ? branch.leaf_id : m.id));
-      const li = el("li", {}, button);
-      const below = list(m.id);
-      if (below) li.append(below);
-      ul.append(li);
-    }
-    return ul;
+  const node = (m) => {
+    const classes = ["tree-node", `tree-${m.role}`];
+    if (active.has(m.id)) classes.push("on-active");
+    if (viewed.has(m.id)) classes.push("on-viewed");
+    if (m.status === "error") classes.push("tree-error");
+    const branch = branchFor(m.id, branches, byId, viewedLeafId);
+    const button = el("button", {
+      type: "button",
+      class: classes.join(" "),
+      "aria-current": m.id === viewedLeafId ? "true" : null,
+      title: branch ? `Branch ${numbers.get(branch.id)} (${branchWords(branch)})` : null,
+    });
+    button.append(el("span", { class: "tree-speaker", text: speaker(m) }), ` ${snippet(m.content || m.error, 48)}`);
+    button.addEventListener("click", () => onView(branch ? branch.leaf_id : m.id));
+    return el("li", {}, button);
   };
+  // A run of single replies stays at one level; where a turn has several continuations (an edit, a reply after
+  // going back), each continuation is indented under it.
+  const grow = (parentKey, ul) => {
+    const kids = children.get(parentKey) || [];
+    if (kids.length === 1) {
+      ul.append(node(kids[0]));
+      grow(kids[0].id, ul);
+      return;
+    }
+    for (const kid of kids) {
+      const fork = el("ul", { class: "tree-level tree-fork" }, node(kid));
+      grow(kid.id, fork);
+      ul.append(el("li", { class: "tree-branch" }, fork));
+    }
+  };
+  const root = el("ul", { class: "tree-level tree-root" });
+  grow(0, root);
 
   const table = el("table", { class: "branches" });
   table.append(
@@ -124,7 +131,7 @@ export function renderTree({ container, messages, branches, currentLeafId, viewe
   }
   table.append(body);
   container.replaceChildren(
-    el("div", { class: "tree", role: "group", "aria-label": "All messages, nested under the message they answer" }, list(0) || el("p", { class: "muted", text: "No messages yet." })),
+    el("div", { class: "tree", role: "group", "aria-label": "All messages, nested under the message they answer" }, messages.length ? root : el("p", { class: "muted", text: "No messages yet." })),
     table,
   );
 }
