@@ -14,10 +14,12 @@ from rich.markup import escape
 from evaluation.cli.console import err, out
 from evaluation.cli.main import app
 from evaluation.cli.main import main as toolkit_main
+from hub.cli_study import study_app
 from hub.errors import HubError
 
 admin_app = typer.Typer(help="Hub administration.", no_args_is_help=True)
 app.add_typer(admin_app, name="admin")
+app.add_typer(study_app, name="study")
 
 
 def _public_url_follows(host: str, port: int) -> None:

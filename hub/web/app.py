@@ -34,6 +34,7 @@ from hub.web.routes import (
     api_queue,
     api_rater_qa,
     api_studies,
+    api_study_data,
     api_study_images,
     api_submissions,
     pages_account,
@@ -165,6 +166,7 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
     app.include_router(api_conversations.router)
     app.include_router(api_studies.router)
     app.include_router(api_study_images.router)
+    app.include_router(api_study_data.router)  # /api/studies/ID/conversations.jsonl, annotations.csv, references
     app.include_router(pages_account.router)
     app.include_router(pages_lifecycle.router)
     app.include_router(pages_admin.router)

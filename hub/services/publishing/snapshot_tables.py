@@ -1,8 +1,9 @@
 """The tables of a published snapshot: what each holds, its columns' SQLite types, and where its rows come from.
 
-The downloads' tables (`exports.ROWS`: systems, submissions, scores, responses, ratings, IRT fits) and, where the
-judging tables exist, the public judge judgements, rubric grades and the judges behind them. Every source reads
-through one session and yields rows in a fixed order (by id), so the same data gives the same rows.
+The downloads' tables (`exports.ROWS`: systems, submissions, scores, responses, ratings, IRT fits); where the
+judging tables exist, the public judge judgements, rubric grades and the judges behind them; and the closed,
+published interactive studies with their conversations and annotations (hub/services/studies/downloads.py).
+Every source reads through one session and yields rows in a fixed order (by id), so the same data gives the same rows.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from sqlalchemy import inspect as sa_inspect
 from sqlmodel import Session, col, select
 
 from hub.services.publishing import exports
+from hub.services.studies import downloads as study_downloads
 from hub.services.submissions.results import RESULT_STATUSES, finite
 from hub.services.submissions.submissions import can_view
 from hub.storage import Storage
@@ -34,6 +36,7 @@ DESCRIPTIONS = {
     "judges": "The LLM judges behind published judge judgements and rubric grades (never their endpoints or keys).",
     "judge_judgements": "Pairwise verdicts of LLM judges between public systems, both orders asked.",
     "rubric_grades": "Rubric grades of public submissions' responses by LLM judges, with per-criterion grades.",
+    **study_downloads.DESCRIPTIONS,
 }
 
 INTEGER = frozenset(
@@ -58,6 +61,13 @@ INTEGER = frozenset(
         "response_a_tokens",
         "response_b_tokens",
         "max_tokens",
+        "study_id",
+        "conversation_id",
+        "message_id",
+        "current_leaf_id",
+        "schema_version",
+        "handling_ms",
+        "suggestion_id",
     }
 )
 REAL = frozenset(
@@ -75,13 +85,27 @@ REAL = frozenset(
         "log_discrimination_se",
         "score",
         "temperature",
+        "suggestion_confidence",
     }
 )
 BOOLEAN = frozenset(
     {"is_baseline", "higher_is_better", "auto_tie", "excluded", "held_out", "anchor", "significant", "judge_consistent"}
 )
-JSON_COLUMNS = frozenset({"baseline_ids", "per_prompt", "details", "criteria"})
-INDEXED = ("system_id", "submission_id", "experiment_id", "dataset", "fit_id", "system_a_id", "system_b_id")
+JSON_COLUMNS = frozenset(
+    {"baseline_ids", "per_prompt", "details", "criteria"}
+    | {"schemas", "systems", "assistance", "messages", "branches", "reverts"}  # interactive studies
+)
+INDEXED = (
+    "system_id",
+    "submission_id",
+    "experiment_id",
+    "dataset",
+    "fit_id",
+    "system_a_id",
+    "system_b_id",
+    "study_id",
+    "conversation_id",
+)
 
 
 def column_type(name: str) -> str:
@@ -237,4 +261,6 @@ def tables(session: Session) -> list[Table]:
             Table("judge_judgements", JUDGEMENT_FIELDS, _judge_judgements),
             Table("rubric_grades", GRADE_FIELDS, _rubric_grades),
         ]
+    if inspector.has_table("study"):
+        found += [Table(n, fields, study_downloads.published_rows(n)) for n, fields in study_downloads.TABLES.items()]
     return found
