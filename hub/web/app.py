@@ -26,6 +26,7 @@ from hub.web.openapi_docs import EVERY_ROUTE, error_responses
 from hub.web.routes import (
     api_admin,
     api_admin_users,
+    api_chats,
     api_conversations,
     api_experiments,
     api_judging,
@@ -166,6 +167,7 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
     app.include_router(api_conversations.router)
     app.include_router(api_studies.router)
     app.include_router(api_study_images.router)
+    app.include_router(api_chats.router)
     app.include_router(api_study_data.router)  # /api/studies/ID/conversations.jsonl, annotations.csv, references
     app.include_router(pages_account.router)
     app.include_router(pages_lifecycle.router)

@@ -19,6 +19,7 @@ from hub.models.common import utcnow
 from hub.services.accounts import rate_limits
 from hub.services.human.raters import client_hash, public_hash
 from hub.services.platform import audit
+from hub.services.studies import arms
 from hub.settings import get_settings
 
 INVITE_PREFIX = "csi_"
@@ -207,7 +208,8 @@ def _new_participant(
         )
         session.add(rater)
         session.flush()
-    participant = StudyParticipant(study_id=study.id or 0, rater_id=rater.id or 0, invite_id=invite.id)
+    arm = arms.participant_arm(session, study)
+    participant = StudyParticipant(study_id=study.id or 0, rater_id=rater.id or 0, invite_id=invite.id, arm=arm)
     session.add(participant)
     try:
         session.commit()  # the places and the participant together, or nothing

@@ -16,7 +16,7 @@ from hub.services.studies import participants, studies
 from hub.services.studies import schema as schemas
 from hub.web.csrf import csrf_token
 from hub.web.deps import DatabaseId, SessionDep
-from hub.web.openapi_docs import error_responses
+from hub.web.openapi_docs import error_responses, json_body
 from hub.web.study_viewer import StudyViewerDep
 from hub.web.threads import RequestSessionRoute
 
@@ -38,28 +38,10 @@ class StatusForm(BaseModel):
     public: bool | None = Field(default=None, description="Publish the conversations once closed (None: unchanged).")
 
 
-def _inlined(node: Any, definitions: dict[str, Any]) -> Any:
-    if isinstance(node, dict):
-        if "$ref" in node:
-            return _inlined(definitions[node["$ref"].rsplit("/", 1)[-1]], definitions)
-        return {key: _inlined(value, definitions) for key, value in node.items()}
-    if isinstance(node, list):
-        return [_inlined(item, definitions) for item in node]
-    return node
-
-
-def _body(form: type[BaseModel]) -> dict[str, Any]:
-    """The request body's schema in the OpenAPI document, nested models inlined (the route validates the body
-    itself, so that a 422 names the field without echoing its value)."""
-    schema = form.model_json_schema(by_alias=True)
-    schema = _inlined(schema, schema.pop("$defs", {}))
-    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
-
-
-STUDY_BODY = _body(studies.StudyForm)
-SCHEMA_BODY = _body(studies.SchemaUpload)
-INVITE_BODY = _body(InviteForm)
-STATUS_BODY = _body(StatusForm)
+STUDY_BODY = json_body(studies.StudyForm)
+SCHEMA_BODY = json_body(studies.SchemaUpload)
+INVITE_BODY = json_body(InviteForm)
+STATUS_BODY = json_body(StatusForm)
 JsonBody = Annotated[dict[str, Any], Body()]
 
 
