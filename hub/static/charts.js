@@ -3,7 +3,7 @@
 // without JavaScript the page's tables show the same numbers.
 // Optional (human evaluation): colors (one per bar, instead of kinds), errors ([low, high] or null per bar: drawn
 // as whiskers), min / max (value axis), reference (a dashed line at that value), percent (values are shares 0-1),
-// integer (counts: whole-number ticks).
+// integer (counts: whole-number ticks), value_labels (each bar's value written beside it).
 (function () {
   "use strict";
 
@@ -104,6 +104,33 @@
     };
   }
 
+  function valueLabels(spec) {
+    // The number at the end of each bar, so a small chart is read without hovering.
+    return {
+      id: "valueLabels",
+      afterDatasetsDraw: function (chart) {
+        if (!spec.value_labels) return;
+        var bars = chart.getDatasetMeta(0).data, ctx = chart.ctx, area = chart.chartArea;
+        ctx.save();
+        ctx.fillStyle = "#1d232a";
+        ctx.font = "12px sans-serif";
+        ctx.textBaseline = "middle";
+        spec.values.forEach(function (value, i) {
+          if (!bars[i] || value === null || value === undefined) return;
+          var text = formatValue(spec, value), width = ctx.measureText(text).width;
+          var x = bars[i].x + 4;
+          if (x + width > area.right) { // no room past the bar's end: write it inside, in white
+            ctx.fillStyle = "#ffffff";
+            x = bars[i].x - width - 4;
+          }
+          ctx.fillText(text, x, bars[i].y);
+          ctx.fillStyle = "#1d232a";
+        });
+        ctx.restore();
+      },
+    };
+  }
+
   function draw(canvas) {
     var source = document.getElementById(canvas.getAttribute("data-chart"));
     if (!source) return;
@@ -121,7 +148,7 @@
           backgroundColor: spec.colors || spec.kinds.map(function (kind) { return COLORS[kind] || COLORS["public"]; }),
         }],
       },
-      plugins: [whiskers(spec), referenceLine(spec)],
+      plugins: [whiskers(spec), referenceLine(spec), valueLabels(spec)],
       options: {
         indexAxis: "y",
         responsive: true,

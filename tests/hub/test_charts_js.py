@@ -29,23 +29,27 @@ globalThis.document = {
 };
 eval(fs.readFileSync(script, "utf8"));
 const lines = [];
+const texts = [];
 let point = null;
 const ctx = {
   save() {}, restore() {}, beginPath() {}, stroke() {}, setLineDash() {},
+  measureText(text) { return { width: 6 * text.length }; },
+  fillText(text, x, y) { texts.push([text, x, y, this.fillStyle]); },
   moveTo(x, y) { point = [x, y]; },
   lineTo(x, y) { lines.push([point, [x, y]]); point = [x, y]; },
 };
 const chart = {
   ctx,
-  chartArea: { top: 0, bottom: 100 },
+  chartArea: { top: 0, bottom: 100, right: 200 },
   scales: { x: { getPixelForValue: (v) => 100 * v } },
-  getDatasetMeta: () => ({ data: spec.values.map((_, i) => ({ y: 30 * i + 15, height: 24 })) }),
+  getDatasetMeta: () => ({ data: spec.values.map((v, i) => ({ x: 100 * v, y: 30 * i + 15, height: 24 })) }),
 };
 const whiskers = config.plugins.find((p) => p.id === "whiskers");
 whiskers.afterDatasetsDraw(chart);
+config.plugins.find((p) => p.id === "valueLabels").afterDatasetsDraw(chart);
 const label = config.options.plugins.tooltip.callbacks.label;
 const tooltips = spec.values.map((v, i) => label({ dataIndex: i, parsed: { x: v } }));
-console.log(JSON.stringify({ lines, tooltips, axis: config.options.scales.x }));
+console.log(JSON.stringify({ lines, texts, tooltips, axis: config.options.scales.x }));
 """
 
 
@@ -97,3 +101,11 @@ def test_the_value_axis_reaches_every_whisker():
     seen = run_charts(spec_with([[-0.4, 0.1], [None, 2.0], [0.2, 1.8]]))
     assert seen["axis"]["suggestedMin"] == -0.4 and seen["axis"]["suggestedMax"] == 1.8  # the open one is ignored
     assert "suggestedMin" not in run_charts({**spec_with([None]), "errors": [None]})["axis"]
+
+
+def test_value_labels_write_each_bars_number_beside_it_or_inside_when_there_is_no_room():
+    """A profile's small charts label their bars (x scale: pixel 100 * value; the plot ends at pixel 200)."""
+    spec = {**spec_with([None, None]), "values": [0.5, 1.95], "value_labels": True}
+    seen = run_charts(spec)
+    assert seen["texts"] == [["0.5000", 54, 15, "#1d232a"], ["1.950", 195 - 6 * 5 - 4, 45, "#ffffff"]]
+    assert run_charts(spec_with([None]))["texts"] == []  # other charts keep their bars unlabelled

@@ -393,5 +393,58 @@ def test_leaderboard_sorts_by_a_human_column(site):
     assert chart["errors"] == [row["human"][key]["win_rate_ci"] for row in rows]
 
 
+@pytest.mark.parametrize("role", ("anonymous", "owner"))
+def test_leaderboard_win_rate_matrix_pools_each_pair_by_id(site, role):
+    board = site.api(role, f"/api/leaderboards/{DATASET}")
+    matrix = board["win_matrix"]
+    ids = [s["id"] for s in matrix["systems"]]
+    expected = {site.systems["copycat"], site.systems["echo"]} | (
+        {site.systems["private"]} if role == "owner" else set()
+    )
+    assert set(ids) == expected and matrix["left_out"] == 0
+    cell = {(a, b): matrix["cells"][i][j] for i, a in enumerate(ids) for j, b in enumerate(ids)}
+    copycat, echo = site.systems["copycat"], site.systems["echo"]
+    won, tied, lost = site.counts["A"], site.counts["tie"], site.counts["B"]  # as designed, the bad rater left out
+    assert cell[(copycat, echo)] == {
+        "win_rate": won / (won + lost),
+        "n": won + tied + lost,
+        "wins": won,
+        "ties": tied,
+        "losses": lost,
+    }
+    assert (cell[(echo, copycat)]["wins"], cell[(echo, copycat)]["losses"]) == (lost, won)  # the other side
+    assert all(cell[(i, i)] is None for i in ids)
+    if role == "owner":
+        private = site.systems["private"]
+        column = next(row for row in board["rows"] if row["system_id"] == private)["human"][f"human:{echo}"]
+        mine = cell[(private, echo)]
+        assert (mine["wins"], mine["ties"], mine["losses"]) == (column["wins"], column["ties"], column["losses"])
+        assert cell[(private, copycat)] is None  # never compared
+    text = site.page(role, f"/leaderboards/{DATASET}")
+    matrix_html = text.split('<table class="win-matrix">', 1)[1].split("</table>", 1)[0]
+    row = next(r for r in matrix_html.split("</tr>") if f'<th scope="row"><a href="/systems/{copycat}">' in r)
+    shade = f"heat-{min(9, int(10 * won / (won + lost)))}"
+    assert f'class="num {shade}"' in row and _pct(won / (won + lost)) in row and f"n={won + tied + lost}" in row
+    assert (PRIVATE in matrix_html) is (role == "owner")
+
+
+def test_leaderboard_column_chooser_keeps_the_choice_in_every_link(site):
+    chosen = site.api("admin", f"/api/leaderboards/{DATASET}?columns=human:all&columns=nonexistent")
+    assert chosen["chosen"] == ["human:all"] and [c["key"] for c in chosen["human_columns"]] == ["human:all"]
+    assert chosen["columns"] == [] and chosen["irt_column"] is None
+    assert all(set(row["human"]) <= {"human:all"} and row["scores"] == {} for row in chosen["rows"])
+    assert [c["key"] for c in chosen["choosable"] if c["shown"]] == ["human:all"]
+    assert len(chosen["choosable"]) > 1
+    both = site.api("admin", f"/api/leaderboards/{DATASET}?columns=human:all,bleu-2")  # comma-separated too
+    assert both["chosen"] == ["bleu-2", "human:all"]  # in the table's order
+    text = site.page("admin", f"/leaderboards/{DATASET}", columns="human:all")
+    assert 'name="columns" value="human:all" checked' in text
+    assert '<input type="hidden" name="columns" value="human:all">' in text  # the name filter keeps the choice
+    assert "&amp;columns=human%3Aall" in text  # and so does every sort link
+    assert "human win rate vs echo" not in text.split("<tbody>", 1)[0].split('<table class="leaderboard">', 1)[1]
+    too_long = site.client.get(f"/api/leaderboards/{DATASET}", params={"columns": "x" * 121})
+    assert too_long.status_code == 400 and "columns" in too_long.text
+
+
 def test_navigation_links_the_experiments(site):
     assert '<a href="/experiments">Experiments</a>' in site.page("anonymous", "/")

@@ -327,11 +327,21 @@ def test_system_profile(site):
     for score in submission["scores"]:
         assert f'<code class="wrap">{esc(score["signature"])}</code>' in text
     assert f'href="/compare/{DATASET}?systems={system_id}"' in text
-    block = re.search(rf'<script type="application/json" id="chart-submission-{submission["id"]}">(.*?)</script>', text)
-    chart = json.loads(block.group(1))
-    assert chart["scale"] == "logarithmic" and sorted(chart["values"]) == sorted(
-        s["corpus"] for s in submission["scores"] if s["corpus"] and s["corpus"] > 0
+    blocks = re.findall(
+        rf'<script type="application/json" id="chart-submission-{submission["id"]}-\d+">(.*?)</script>', text
     )
+    charts = [json.loads(block) for block in blocks]
+    drawn = {
+        label.rstrip(" ↑↓"): value
+        for chart in charts
+        for label, value in zip(chart["labels"], chart["values"], strict=True)
+    }
+    assert drawn == {s["metric"]: s["corpus"] for s in submission["scores"] if s["corpus"] is not None}
+    for chart in charts:  # never two scales on one axis: a shared chart holds 0-1 metrics only, on a 0-1 axis
+        assert chart["value_labels"] and "scale" not in chart
+        assert len(chart["values"]) == 1 or (chart["min"], chart["max"]) == (0, 1)
+        assert len(chart["values"]) == 1 or all(0 <= v <= 1 for v in chart["values"])
+    assert any(v > 1 for v in drawn.values()) and any(0 <= v <= 1 for v in drawn.values())  # both kinds were there
     assert f'href="/api/systems/{system_id}"' in text
     baseline = site.page("anonymous", f"/systems/{site.systems['baseline']}")
     assert 'class="badge badge-baseline"' in baseline and "Add-one unigram language model" in baseline

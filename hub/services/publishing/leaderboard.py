@@ -20,11 +20,12 @@ from hub.services.human.human_summaries import has_human_results, leaderboard_hu
 from hub.services.judging import views as judging
 from hub.services.platform.datasets import installed_dataset
 from hub.services.platform.pagination import PageRequest, paginate
+from hub.services.publishing import column_choice
 from hub.services.publishing import leaderboard_listing as listing
+from hub.services.publishing.win_matrix import win_matrix
 from hub.services.statistics.irt_views import leaderboard_cells, statistics_index, system_irt
-from hub.services.submissions.results import RESULT_STATUSES, finite, read_responses
+from hub.services.submissions.results import RESULT_STATUSES, finite
 from hub.services.submissions.submissions import can_view
-from hub.storage import Storage
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +172,7 @@ def leaderboard(
     sort: str | None = None,
     order: str | None = None,
     q: str | None = None,
+    columns: list[str] | None = None,
 ) -> dict[str, Any]:
     """One row per visible scored submission of the dataset, with the latest score of each metric, plus one per
     public system with only human or IRT results; under `human` its pooled human win rate (`human:all`) and its
@@ -179,15 +181,18 @@ def leaderboard(
     strongest published evidence (IRT ability, then human win rate); a dataset with neither is unranked (`sort`
     None, `ranked` False, rows by system name) until a column is asked for; a metric the dataset cannot have is a
     column with `unavailable` saying why. `q` keeps the systems whose name contains it (ignoring case); each row's
-    `judgements` counts its published human judgements, and `updated_at` is the newest score shown."""
+    `judgements` counts its published human judgements, and `updated_at` is the newest score shown. `columns`
+    (column_choice) keeps only the chosen result columns; `rank` numbers the rows with a value in the sorted column;
+    `win_matrix` is the human win rate of every two listed systems that were judged against each other."""
 
     dataset = installed_dataset(dataset_name)
     if order is not None and order not in ORDERS:
         raise BadRequest("order must be asc or desc", field="order")
     if q is not None and (len(q) > MAX_NAME_FILTER or not q.isprintable()):
         raise BadRequest(f"q (name filter) must be at most {MAX_NAME_FILTER} printable characters", field="q")
+    chosen = column_choice.parse_columns(columns)
     rows, latest = _scored_rows(session, dataset, viewer)
-    pooled_column, pooled_cells = listing.human_overall(session, dataset.name, viewer)
+    pooled_column, pooled_cells, pairs = listing.human_overall(session, dataset.name, viewer)
     irt_column, irt_cells = leaderboard_cells(session, dataset.name)
     # every public system with any published result: automatic, human or IRT (empty cells where a kind is missing)
     rows += listing.result_only_rows(session, {*pooled_cells, *irt_cells}, {row["system_id"] for row in rows})
@@ -219,7 +224,13 @@ def leaderboard(
         extra = [*human_columns, *([irt_column] if irt_column else []), *rubric_columns, *judge_columns]
         higher = {**columns, **{c["key"]: c for c in extra}}.get(sort, {}).get("higher_is_better")
         order = "desc" if higher is True else "asc"
-    return {
+    rows = listing.by_name(rows) if sort is None else _sorted_rows(rows, sort, order or "asc")
+    rank = 0
+    for row in rows:
+        has_value = sort_value(row, sort) is not None if sort else False
+        rank += has_value
+        row["rank"] = rank if has_value else None
+    board = {
         "dataset": dataset_json(dataset),
         "sort": sort,
         "order": order,
@@ -232,8 +243,10 @@ def leaderboard(
         "updated_at": max(times).isoformat() if times else None,
         "ranked": ranked,  # False: no human or IRT evidence, so the default order is by name, with no ranks
         "unranked_note": None if ranked else listing.UNRANKED_NOTE,
-        "rows": listing.by_name(rows) if sort is None else _sorted_rows(rows, sort, order or "asc"),
+        "rows": rows,
+        "win_matrix": win_matrix(pairs, rows),
     }
+    return column_choice.apply_choice(board, chosen)
 
 
 def visible_system(session: Session, system_id: int, viewer: User | None) -> tuple[System, list[Submission]]:
@@ -302,91 +315,20 @@ def system_profile(session: Session, system_id: int, viewer: User | None) -> dic
     }
 
 
-def _compared(
-    session: Session, storage: Storage, dataset: Dataset, system_id: int, viewer: User | None
-) -> tuple[dict[str, Any], list[str] | None]:
-    system, submissions = visible_system(session, system_id, viewer)
-    scored = [
-        s
-        for s in submissions
-        if s.dataset_name == dataset.name
-        and s.status in RESULT_STATUSES
-        and s.dataset_fingerprint == dataset.fingerprint  # responses to an older release would be misaligned
-    ]
-    chosen = scored[-1] if scored else None
-    header = {
-        "id": system.id,
-        "name": system.name,
-        "is_baseline": system.is_baseline,
-        "is_public": chosen is not None and can_view(chosen, system, None),
-        "submission_id": chosen.id if chosen else None,
-    }
-    return header, read_responses(storage, chosen, dataset) if chosen else None
-
-
-def _matches(needle: str, texts: list[str | None]) -> bool:
-    return any(text is not None and needle in text.casefold() for text in texts)
-
-
-def compare(
-    session: Session,
-    storage: Storage,
-    dataset_name: str,
-    system_ids: list[int],
-    viewer: User | None,
-    *,
-    q: str | None = None,
-    page: PageRequest | None = None,
-) -> dict[str, Any]:
-    """One page of a dataset's prompts with each chosen system's response (None where it has no scored submission);
-    `q` keeps the prompts whose context or shown responses contain it, ignoring case. `matched` counts them all."""
-    dataset = installed_dataset(dataset_name)
-    compared = [_compared(session, storage, dataset, system_id, viewer) for system_id in system_ids]
-    needle = (q or "").strip().casefold()
-
-    def responses_to(index: int) -> list[str | None]:
-        return [lines[index] if lines is not None else None for _, lines in compared]
-
-    matched = [
-        index
-        for index, prompt in enumerate(dataset.prompts)
-        if not needle or _matches(needle, [t.content for t in prompt.context] + responses_to(index))
-    ]
-    pagination = paginate(len(matched), page)
-    prompts = []
-    for index in matched[pagination.start : pagination.stop]:
-        prompt, responses = dataset.prompts[index], responses_to(index)
-        prompts.append(
-            {
-                "id": prompt.id,
-                "context": [t.model_dump() for t in prompt.context],
-                "references": list(prompt.references),
-                "responses": responses,
-            }
-        )
-    return {
-        "dataset": dataset_json(dataset),
-        "q": q or None,
-        "systems": [header for header, _ in compared],
-        "matched": len(matched),
-        "prompts": prompts,
-        "pagination": pagination,
-    }
-
-
 def overview(session: Session, viewer: User | None) -> dict[str, Any]:
-    """Datasets with their number of ranked entries, the number of systems and the latest evaluated entries,
-    all read through the leaderboards so the viewer sees exactly what those show them; and the published IRT fits."""
+    """Datasets with their number of leaderboard entries (every system with any published result: automatic, human
+    or IRT), the number of systems and the latest evaluated entries, all read through the leaderboards so the viewer
+    sees exactly what those show them; and the published IRT fits."""
 
     datasets, entries = [], []
     for dataset in list_datasets():
-        rows = leaderboard_rows(session, dataset["name"], viewer)
+        rows = leaderboard(session, dataset["name"], viewer)["rows"]
         datasets.append({**dataset, "entries": len(rows), "leaderboard_url": f"/leaderboards/{dataset['name']}"})
         entries.extend({**row, "dataset": dataset["name"]} for row in rows)
-    entries.sort(key=lambda row: row["submission_id"], reverse=True)
+    scored = sorted((row for row in entries if row["submission_id"] is not None), key=lambda row: -row["submission_id"])
     return {
         "datasets": datasets,
         "system_count": len({row["system_id"] for row in entries}),
-        "latest": entries[:LATEST_ON_OVERVIEW],
+        "latest": scored[:LATEST_ON_OVERVIEW],
         "statistics": statistics_index(session),
     }

@@ -15,6 +15,7 @@ from hub.services.human.experiment_access import visible_experiments
 from hub.services.human.experiment_results import is_provisional
 from hub.services.human.human_summaries import FLIP, Counts, outcome_counts, summary
 from hub.services.platform import word_vectors
+from hub.services.publishing.win_matrix import Pair, pair_counts
 
 HUMAN_ALL = "human:all"
 UNRANKED_NOTE = "not ranked: no human or IRT results yet; sort by any column"
@@ -22,14 +23,15 @@ UNRANKED_NOTE = "not ranked: no human or IRT results yet; sort by any column"
 
 def human_overall(
     session: Session, dataset: str, viewer: User | None
-) -> tuple[dict[str, Any] | None, dict[int, dict[str, Any]]]:
+) -> tuple[dict[str, Any] | None, dict[int, dict[str, Any]], dict[Pair, Counts]]:
     """The column and, per system, its human win rate over every launched experiment on `dataset` the viewer may
-    see, against whichever system it met (the original ChatEval's comparisons are between non-baselines)."""
+    see, against whichever system it met (the original ChatEval's comparisons are between non-baselines); and the
+    same judgements per pair of systems (for the win-rate matrix)."""
     experiments = visible_experiments(
         session, viewer, Experiment.dataset_name == dataset, Experiment.status != ExperimentStatus.draft
     )
     if not experiments:
-        return None, {}
+        return None, {}, {}
     counts = outcome_counts(session, [e.id for e in experiments])
     pooled: dict[int, Counts] = defaultdict(lambda: defaultdict(int))
     sources: dict[int, list[int]] = defaultdict(list)
@@ -58,7 +60,7 @@ def human_overall(
         }
         for system_id, ids in sources.items()
     }
-    return column, cells
+    return column, cells, pair_counts(experiments, counts)
 
 
 def result_only_rows(session: Session, system_ids: set[int], listed: set[int]) -> list[dict[str, Any]]:

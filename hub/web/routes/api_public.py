@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import asyncio
 from functools import partial
-from typing import Any
+from typing import Annotated, Any
 from weakref import WeakKeyDictionary
 
 import anyio
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
 
 from hub.db import get_engine
 from hub.errors import BadRequest
-from hub.services.publishing import exports, leaderboard
+from hub.services.publishing import comparison, exports, leaderboard
 from hub.services.publishing.read_side import MAX_ENTRY_BYTES
 from hub.services.statistics import irt_views
 from hub.storage import get_storage
@@ -81,8 +81,9 @@ def dataset(name: str, request: Request, response: Response, page: PageDep) -> d
 @router.get("/datasets/{name}/prompts/{prompt_id}")
 @public_page("api-prompt")
 def prompt(name: str, prompt_id: str, request: Request, session: SessionDep) -> dict[str, Any]:
-    """A prompt's conversation, references and its discrimination in the dataset's newest IRT fit."""
-    return irt_views.prompt_detail(session, name, prompt_id)
+    """A prompt's conversation, references, its discrimination in the dataset's newest IRT fit and, under
+    `responses`, every public system's response to it (its newest public scored submission on this release)."""
+    return comparison.prompt_page(session, get_storage(), name, prompt_id)
 
 
 @router.get("/irt/{dataset}")
@@ -103,10 +104,13 @@ def dataset_leaderboard(
     sort: str | None = None,
     order: str | None = None,
     q: str | None = None,
+    columns: Annotated[list[str] | None, Query()] = None,
 ) -> dict[str, Any]:
     """`sort`: a column (default: IRT ability, then human win rate; none, unranked, without either); `order`: asc
-    or desc (default: best first for the column); `q`: only systems whose name contains it (ignoring case)."""
-    return leaderboard.leaderboard(session, dataset, viewer, sort=sort, order=order, q=q)
+    or desc (default: best first for the column); `q`: only systems whose name contains it (ignoring case);
+    `columns`: only these result columns (keys as in `choosable`, comma-separated or repeated; default all).
+    `win_matrix`: the human win rate of each listed system against each other it was judged against, with n."""
+    return leaderboard.leaderboard(session, dataset, viewer, sort=sort, order=order, q=q, columns=columns)
 
 
 @router.get("/systems/{system_id}")
@@ -130,7 +134,7 @@ def compare(
     """`systems=1,2,3`: the systems side by side; `q`: keep prompts whose context or responses contain it; one page
     of them (`matched` counts them all; `pagination` has the counts and the `next`/`prev` links)."""
     system_ids = _system_ids(systems)
-    compared = leaderboard.compare(session, get_storage(), dataset, system_ids, viewer, q=q, page=page)
+    compared = comparison.compare(session, get_storage(), dataset, system_ids, viewer, q=q, page=page)
     pagination.set_headers(response, request, compared["pagination"])
     return {**compared, "pagination": pagination.links(request, compared["pagination"])}
 

@@ -9,7 +9,9 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from hub.services.publishing import comparison
 from hub.services.statistics import irt_views
+from hub.storage import get_storage
 from hub.web.deps import SessionDep, ViewerDep
 from hub.web.read_cache import public_page
 from hub.web.templating import render
@@ -64,7 +66,7 @@ def irt_page(request: Request, dataset: str, session: SessionDep, viewer: Viewer
 def prompt_page(request: Request, name: str, prompt_id: str, session: SessionDep, viewer: ViewerDep):
     context = {
         "viewer": viewer,
-        "prompt": irt_views.prompt_detail(session, name, prompt_id),
+        "prompt": comparison.prompt_page(session, get_storage(), name, prompt_id),
         "json_url": f"/api{prompt_url(name, prompt_id)}",
     }
     return render(request, "prompt.html", context)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import re
 from typing import Annotated, Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from hub.errors import NotFound
-from hub.services.publishing import exports, leaderboard
+from hub.services.publishing import comparison, exports, leaderboard
 from hub.services.statistics import irt_views
 from hub.storage import get_storage
 from hub.web import pagination
@@ -71,31 +71,55 @@ def dataset_page(request: Request, name: str, session: SessionDep, viewer: Viewe
 # --- leaderboard ------------------------------------------------------------------------------------------------
 
 
+def _kept(board: dict[str, Any]) -> dict[str, Any]:
+    """What a leaderboard link keeps besides the sort: the name filter and the chosen columns."""
+    return {"q": board["q"], "columns": board["chosen"]}
+
+
+def _board_url(board: dict[str, Any], **params: Any) -> str:
+    """The leaderboard with `params` (sort, order) and what it keeps, chosen columns repeated as the form sends."""
+    kept = {**_kept(board), **params}
+    query = urlencode({k: v for k, v in kept.items() if v not in (None, "", [])}, doseq=True)
+    return f"/leaderboards/{board['dataset']['name']}" + (f"?{query}" if query else "")
+
+
 def _sort_columns(board: dict[str, Any]) -> list[dict[str, Any]]:
     """Each metric column with the link that sorts by it: best first, or the other way round when already sorted."""
-    path = f"/leaderboards/{board['dataset']['name']}"
     columns = []
     for column in board["columns"]:
         current = column["metric"] == board["sort"]
         if current:
-            href = _url(path, sort=column["metric"], order="asc" if board["order"] == "desc" else "desc", q=board["q"])
+            href = _board_url(board, sort=column["metric"], order="asc" if board["order"] == "desc" else "desc")
         else:
-            href = _url(path, sort=column["metric"], q=board["q"])
+            href = _board_url(board, sort=column["metric"])
         direction = {True: "higher is better", False: "lower is better"}.get(column["higher_is_better"], "")
         aria = ("descending" if board["order"] == "desc" else "ascending") if current else "none"
         columns.append({**column, "href": href, "current": current, "aria_sort": aria, "direction": direction})
     return columns
 
 
-def _ranked_rows(board: dict[str, Any], columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows with one cell per column and a rank for those that have a value for the sorted column."""
-    rows, rank = [], 0
-    for row in board["rows"]:
-        has_value = leaderboard.sort_value(row, board["sort"]) is not None
-        rank += has_value
-        cells = [row["scores"].get(column["metric"]) for column in columns]
-        rows.append({**row, "rank": rank if has_value else None, "cells": cells})
-    return rows
+def _table_rows(board: dict[str, Any], columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with one cell per metric column shown."""
+    return [{**row, "cells": [row["scores"].get(column["metric"]) for column in columns]} for row in board["rows"]]
+
+
+HEAT_SHADES = 10  # CSS classes heat-0 .. heat-9, from 0-10% to 90-100% win rate
+
+
+def _heat_map(board: dict[str, Any]) -> dict[str, Any] | None:
+    """The win-rate matrix with a shade per cell (a CSS class; the number is always written in the cell)."""
+    matrix = board["win_matrix"]
+    if matrix is None:
+        return None
+    rows = []
+    for system, cells in zip(matrix["systems"], matrix["cells"], strict=True):
+        shaded = []
+        for other, cell in zip(matrix["systems"], cells, strict=True):
+            rate = cell["win_rate"] if cell else None
+            shade = None if rate is None else f"heat-{min(HEAT_SHADES - 1, int(rate * HEAT_SHADES))}"
+            shaded.append({"cell": cell, "shade": shade, "other": other, "self": other["id"] == system["id"]})
+        rows.append({"system": system, "cells": shaded})
+    return {**matrix, "rows": rows}
 
 
 def _kind(row: dict[str, Any]) -> str:
@@ -124,19 +148,26 @@ def leaderboard_page(
     sort: str | None = None,
     order: str | None = None,
     q: str | None = None,
+    columns: Annotated[list[str] | None, Query()] = None,
 ):
-    board = leaderboard.leaderboard(session, dataset, viewer, sort=sort, order=order, q=q)
-    columns = _sort_columns(board)
+    """`columns` as the chooser's checkboxes send it (repeated) or as the API takes it (comma-separated)."""
+    board = leaderboard.leaderboard(session, dataset, viewer, sort=sort, order=order, q=q, columns=columns)
+    metric_columns = _sort_columns(board)
     system_ids = list(dict.fromkeys(row["system_id"] for row in board["rows"]))[:MAX_COMPARED_SYSTEMS]
+    kept = urlencode({k: v for k, v in _kept(board).items() if v}, doseq=True)
     context = {
         "viewer": viewer,
         "board": board,
-        "columns": columns,
-        "rows": _ranked_rows(board, columns),
+        "columns": metric_columns,
+        "rows": _table_rows(board, metric_columns),
         "chart": _leaderboard_chart(board),
+        "heat_map": _heat_map(board),
         "compare_url": _url(f"/compare/{dataset}", systems=",".join(map(str, system_ids))),
-        "json_url": _url(f"/api/leaderboards/{dataset}", sort=board["sort"], order=board["order"], q=board["q"]),
-        "q_param": "&q=" + quote(board["q"]) if board["q"] else "",
+        "json_url": _board_url(board, sort=board["sort"], order=board["order"]).replace("/", "/api/", 1),
+        "q_param": "&" + kept if kept else "",
+        "all_columns_url": _board_url(
+            {**board, "chosen": None}, sort=board["sort"], order=board["order"]
+        ),  # what every sort link keeps: the name filter, the chosen columns
     }
     return render(request, "leaderboard.html", context)
 
@@ -154,24 +185,27 @@ def _links(profile: dict[str, Any]) -> list[dict[str, str]]:
     ]
 
 
-def _submission_chart(submission: dict[str, Any]) -> dict[str, Any] | None:
-    """The newest score of each metric on a logarithmic axis, since metrics differ in scale (BLEU-2 0-100,
-    distinct-n 0-1, perplexity in the hundreds); values a log axis cannot draw (zero, negative) stay in the table."""
-    latest = {score["metric"]: score for score in submission["scores"]}
-    drawn = {m: s for m, s in latest.items() if s["corpus"] is not None and s["corpus"] > 0}
-    if not drawn:
-        return None
+def _submission_charts(submission: dict[str, Any]) -> list[dict[str, Any]]:
+    """Small charts of the newest score of each metric, never metrics of different scales on one axis: those whose
+    values lie between 0 and 1 (distinct-n, embedding-average) share a 0-1 axis, every other metric (BLEU 0-100,
+    perplexity in the hundreds) gets its own linear axis from 0; each bar is labelled with its value."""
+    latest = {score["metric"]: score for score in submission["scores"] if score["corpus"] is not None}
     arrows = {True: " ↑", False: " ↓"}
-    return {
-        "id": f"chart-submission-{submission['id']}",
-        "title": f"Automatic results on {submission['dataset']} (logarithmic axis; ↑ higher is better, ↓ lower)",
-        "label": "score",
-        "labels": [metric + arrows.get(score["higher_is_better"], "") for metric, score in drawn.items()],
-        "values": [score["corpus"] for score in drawn.values()],
-        "kinds": ["public"] * len(drawn),
-        "scale": "logarithmic",
-        "left_out": sorted(set(latest) - set(drawn)),
-    }
+    unit = {m: s for m, s in latest.items() if 0 <= s["corpus"] <= 1}
+    groups = ([("0 to 1", unit)] if unit else []) + [(m, {m: s}) for m, s in latest.items() if m not in unit]
+    charts = []
+    for index, (scale, scores) in enumerate(groups):
+        spec = {
+            "id": f"chart-submission-{submission['id']}-{index}",
+            "title": ", ".join(scores) + (" (scale 0 to 1)" if scale == "0 to 1" else ""),
+            "label": "score",
+            "labels": [metric + arrows.get(score["higher_is_better"], "") for metric, score in scores.items()],
+            "values": [score["corpus"] for score in scores.values()],
+            "kinds": ["public"] * len(scores),
+            "value_labels": True,
+        }
+        charts.append({**spec, **({"min": 0, "max": 1} if scale == "0 to 1" else {})})
+    return charts
 
 
 @router.get("/systems/{system_id}")
@@ -183,7 +217,7 @@ def system_page(request: Request, system_id: str, session: SessionDep, viewer: V
     submissions = [
         {
             **submission,
-            "chart": _submission_chart(submission),
+            "charts": _submission_charts(submission),
             "compare_url": _url(f"/compare/{submission['dataset']}", systems=str(profile["id"])),
         }
         for submission in profile["submissions"]
@@ -231,7 +265,7 @@ def compare_page(
 ):
     """`systems` as the API takes it (`1,2`) or repeated, as the form's checkboxes send it (`systems=1&systems=2`)."""
     system_ids = _system_ids(",".join(systems or []))
-    compared = leaderboard.compare(session, get_storage(), dataset, system_ids, viewer, q=q, page=page)
+    compared = comparison.compare(session, get_storage(), dataset, system_ids, viewer, q=q, page=page)
     ranked = leaderboard.leaderboard_rows(session, dataset, viewer)
     prompts = [
         {

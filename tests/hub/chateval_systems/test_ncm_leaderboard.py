@@ -132,3 +132,66 @@ def test_one_system_per_original_name(client, ncm_hub):
             assert [s.status for s in submissions] == ["evaluated"]
     assert ncm_hub["imported"].count(": attached, submission") == 4
     assert "imported 0 experiment(s)" in ncm_hub["again"] and ncm_hub["again"].count("already attached") == 4
+
+
+def _independent_pair_counts(shared_data: Path) -> dict[tuple[str, str], list[int]]:
+    """(system, other) -> [won, tied, lost] of `system` over every NCM vote between the two, read from votes.csv,
+    plus one tie for each prompt a run never showed (the original hid pairs with identical responses)."""
+    counts: dict[tuple[str, str], list[int]] = {}
+    shown: dict[tuple[str, str, str], set[str]] = {}
+    with (shared_data / "votes.csv").open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            if row["evalset"] != "NCM":
+                continue
+            one, two = row["model_1"], row["model_2"]
+            outcome = {"-1": 1, "0": 0}.get(row["vote"], 2)  # from model_1's side: 0 won, 1 tied, 2 lost
+            counts.setdefault((one, two), [0, 0, 0])[outcome] += 1
+            counts.setdefault((two, one), [0, 0, 0])[2 - outcome] += 1
+            shown.setdefault((row["run"], one, two), set()).add(row["prompt"])
+    prompts = len((shared_data / "prompts" / "ncm.txt").read_text().splitlines())
+    for (_, one, two), judged in shown.items():
+        counts[(one, two)][1] += prompts - len(judged)
+        counts[(two, one)][1] += prompts - len(judged)
+    return counts
+
+
+def test_win_rate_matrix_matches_the_original_votes_pair_by_pair(client, shared_data):
+    board = client.get("/api/leaderboards/ncm").json()
+    matrix = board["win_matrix"]
+    names = {s["id"]: s["name"] for s in matrix["systems"]}
+    assert len(names) == 10 and "ParlAI Seq2Seq PersonaChat" not in names.values()  # no votes: not in the matrix
+    assert [s["id"] for s in matrix["systems"]] == [row["system_id"] for row in board["rows"] if row["irt"]]
+    expected = _independent_pair_counts(shared_data)
+    compared = 0
+    for i, a in enumerate(matrix["systems"]):
+        for j, b in enumerate(matrix["systems"]):
+            cell, want = matrix["cells"][i][j], expected.get((a["name"], b["name"]))
+            if want is None:
+                assert cell is None
+                continue
+            compared += 1
+            assert [cell["wins"], cell["ties"], cell["losses"]] == want and cell["n"] == sum(want)
+            assert cell["win_rate"] == pytest.approx(want[0] / (want[0] + want[2]), abs=1e-12)
+    assert compared == len([pair for pair in expected if pair[0] in names.values()]) > 10
+    page = client.get("/leaderboards/ncm").text
+    assert '<table class="win-matrix">' in page and "n=1,027" in page  # NCM against Cakechat, both runs pooled
+
+
+def test_prompt_page_shows_every_public_systems_response(client, shared_data):
+    prompt = client.get("/api/datasets/ncm/prompts/1").json()
+    expected = {
+        name: (shared_data / "responses" / f"ncm__{stem}.txt").read_text().splitlines()[1]
+        for name, stem in {**ORIGINAL, "ParlAI Seq2Seq PersonaChat": "parlai_seq2seq_personachat"}.items()
+    }
+    assert {answer["system_name"]: answer["response"] for answer in prompt["responses"]} == expected
+    page = client.get("/datasets/ncm/prompts/1").text
+    for answer in prompt["responses"]:
+        assert f'<a href="/systems/{answer["system_id"]}">{answer["system_name"]}</a>' in page
+
+
+def test_overview_counts_every_system_with_a_published_result(client):
+    overview = client.get("/api/overview").json()
+    assert overview["system_count"] == 11  # four with responses, seven with only human and IRT results
+    ncm = next(d for d in overview["datasets"] if d["name"] == "ncm")
+    assert ncm["entries"] == 11
+    assert "<strong>11</strong> systems evaluated" in client.get("/").text
