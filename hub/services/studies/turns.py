@@ -104,7 +104,8 @@ def begin_message(
     if leaf is not None and leaf.status == "streaming" and not _stale(leaf, system):
         raise Conflict("the system is still answering the last message", field="conversation_id")
     if leaf is not None and leaf.status != "ok":
-        raise Conflict(f"the last reply failed: retry it (message #{leaf.id}) or go back to an earlier turn")
+        message = f"the last reply failed: retry it (message #{leaf.id}) or go back to an earlier turn"
+        raise Conflict(message, field="conversation_id")
     depth = leaf.depth + 1 if leaf is not None else 0
     user = ChatMessage(chat_id=chat.id or 0, parent_id=leaf.id if leaf else None, depth=depth, role="user")
     user.content, user.images = text, refs
