@@ -42,3 +42,62 @@ def test_a_private_opponent_stays_hidden_from_the_other_systems_owner(hub_env, p
         listed = client.get("/api/experiments", headers=as_owner).json()
         assert [e["id"] for e in listed] == [against_baseline] and "Theirs secret" not in str(listed)
         assert client.get(f"/api/experiments/{against_theirs}", headers=auth(people["admin"])).status_code == 200
+
+
+def test_lists_decide_publicness_exactly_as_one_experiment_at_a_time(hub_env, people):
+    """`public_experiment_ids` and `visible_experiments` (two queries for a whole list) agree with
+    `experiment_is_public` and `can_view_experiment` (queries per experiment) for every kind of system: baselines,
+    imported public systems, owned public systems with and without an approved submission on the experiment's
+    dataset, private ones, and draft experiments."""
+    import itertools
+
+    from hub.models import Experiment, ExperimentStatus, Submission, SubmissionStatus, System
+    from hub.services.human import experiment_access as access
+
+    with Session(hub_env) as session:
+        owner, other, admin = (_user(session, role) for role in ("owner", "other", "admin"))
+        systems = [
+            System(name="base", is_baseline=True),
+            System(name="imported", is_public=True),
+            System(name="imported private"),
+            System(name="approved", owner_id=owner.id, is_public=True),
+            System(name="approved elsewhere", owner_id=other.id, is_public=True),
+            System(name="submitted only", owner_id=other.id, is_public=True),
+            System(name="private approved", owner_id=owner.id),
+        ]
+        session.add_all(systems)
+        session.commit()
+        statuses = {
+            "approved": [("d1", SubmissionStatus.evaluated)],
+            "approved elsewhere": [("d2", SubmissionStatus.complete), ("d1", SubmissionStatus.rejected)],
+            "submitted only": [("d1", SubmissionStatus.submitted)],
+            "private approved": [("d1", SubmissionStatus.evaluated)],
+        }
+        for system in systems:
+            for dataset, status in statuses.get(system.name, []):
+                session.add(
+                    Submission(
+                        system_id=system.id,
+                        dataset_name=dataset,
+                        dataset_fingerprint="f",
+                        responses_sha256="0" * 64,
+                        status=status,
+                    )
+                )
+        for (a, b), dataset, status in itertools.product(
+            itertools.combinations(systems, 2), ("d1", "d2"), (ExperimentStatus.draft, ExperimentStatus.closed)
+        ):
+            session.add(
+                Experiment(
+                    dataset_name=dataset, dataset_fingerprint="f", system_a_id=a.id, system_b_id=b.id, status=status
+                )
+            )
+        session.commit()
+        experiments = list(session.exec(select(Experiment)))
+        expected = {e.id for e in experiments if access.experiment_is_public(session, e)}
+        assert access.public_experiment_ids(session, experiments) == expected
+        assert 0 < len(expected) < len(experiments) // 2  # both answers occur
+        for viewer in (None, owner, other, admin):
+            one_by_one = [e.id for e in experiments if access.can_view_experiment(session, e, viewer)]
+            listed = [e.id for e in access.visible_experiments(session, viewer)]
+            assert listed == sorted(one_by_one, reverse=True)

@@ -11,6 +11,7 @@ its experiments is).
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from typing import Any
 from urllib.parse import urlencode
@@ -19,7 +20,7 @@ import numpy as np
 from sqlalchemy import func, or_
 from sqlmodel import Session, col, select
 
-from evaluation.pairwise_results import summarize
+from evaluation.pairwise_results import PairwiseSummary, summarize
 from hub.models import Experiment, ExperimentItem, ExperimentStatus, ItemKind, Rater, Rating, System, Task, User
 from hub.services.human.experiment_access import experiment_is_public, visible_experiments
 from hub.services.human.experiment_results import experiment_json, is_provisional
@@ -59,9 +60,15 @@ def summary(counts: Counts, *, for_b: bool = False, provisional: bool = False) -
     """`summarize` of these outcomes, from system A's side, or from B's when `for_b` (A and B swapped), with
     whether the numbers are provisional and how many judgements were held out."""
     won, lost = ("B", "A") if for_b else ("A", "B")
-    repeats = [counts.get(won, 0), counts.get("tie", 0), counts.get(lost, 0)]
-    summarized = summarize(np.repeat(np.array([1, 0, -1]), repeats)).to_dict()  # +1 = A better, 0 tie, -1 B better
+    summarized = _summarized(counts.get(won, 0), counts.get("tie", 0), counts.get(lost, 0)).to_dict()
     return {**summarized, "provisional": provisional, "held_out_judgements": counts.get(HELD_OUT, 0)}
+
+
+@functools.lru_cache(maxsize=8192)
+def _summarized(wins: int, ties: int, losses: int) -> PairwiseSummary:
+    """`summarize` of these counts (it depends on nothing else): kept, so the pages rebuilt after a write redo the
+    exact tests and intervals (a few milliseconds each) only for the experiments whose counts changed."""
+    return summarize(np.repeat(np.array([1, 0, -1]), [wins, ties, losses]))  # +1 = A better, 0 tie, -1 B better
 
 
 def _progress(session: Session, experiment_ids: list[int]) -> dict[int, dict[str, int]]:

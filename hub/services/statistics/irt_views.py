@@ -16,7 +16,7 @@ from sqlmodel import Session, col, select
 
 from hub.errors import HubError, NotFound
 from hub.models import Experiment, ExperimentItem, IrtFit, System
-from hub.services.human.experiment_access import experiment_is_public
+from hub.services.human.experiment_access import experiment_is_public, public_experiment_ids
 from hub.services.platform.datasets import installed_dataset
 from hub.services.statistics.irt_fits import MIN_JUDGEMENTS, latest_fit
 
@@ -26,15 +26,11 @@ IRT_SORT_KEY = "irt"  # the leaderboard column of IRT abilities
 def public_systems(session: Session, dataset_name: str) -> dict[int, System]:
     """Id -> system, for every system of a public experiment on the dataset (the systems a fit may show)."""
     query = select(Experiment).where(Experiment.dataset_name == dataset_name).order_by(col(Experiment.id))
-    found: dict[int, System] = {}
-    for experiment in session.exec(query):
-        if not experiment_is_public(session, experiment):
-            continue
-        for system_id in (experiment.system_a_id, experiment.system_b_id):
-            system = session.get(System, system_id)
-            if system is not None and system.id is not None:
-                found[system.id] = system
-    return found
+    experiments = list(session.exec(query))
+    public = public_experiment_ids(session, experiments)
+    ids = [i for e in experiments if e.id in public for i in (e.system_a_id, e.system_b_id)]
+    systems = {s.id: s for s in session.exec(select(System).where(col(System.id).in_(set(ids))))} if ids else {}
+    return {system_id: systems[system_id] for system_id in dict.fromkeys(ids) if system_id in systems}
 
 
 def fitted_datasets(session: Session) -> list[str]:
