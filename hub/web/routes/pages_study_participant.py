@@ -4,25 +4,33 @@ from the JSON API). No account is needed: the browser session holds the particip
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import RedirectResponse
 from sqlmodel import col, select
 
 from hub.errors import HubError, NotFound
-from hub.models import Chat, Study, StudySystem
+from hub.models import Chat, Study, StudySystem, User
 from hub.services.accounts.rate_limits import client_address
 from hub.services.studies import images, participants, studies
-from hub.services.studies.participants import Viewer
+from hub.services.studies.participants import Viewer, session_participants
 from hub.web.csrf import CsrfDep, csrf_token
-from hub.web.deps import DatabaseId, SessionDep
+from hub.web.deps import DatabaseId, SessionDep, optional_user
 from hub.web.inputs import parse_id
 from hub.web.routes.pages_account import error_page, page
-from hub.web.study_viewer import StudyViewerDep
 from hub.web.threads import RequestSessionRoute
 
 router = APIRouter(route_class=RequestSessionRoute, prefix="/studies", tags=["study pages"], include_in_schema=False)
+
+
+def page_viewer(request: Request, user: Annotated[User | None, Depends(optional_user)]) -> Viewer:
+    """Who is asking, for pages: forms carry their CSRF token as a field (CsrfDep checks it), not as the header
+    the JSON API's study viewer asks participants for."""
+    return Viewer(user=user, participants=session_participants(request.session))
+
+
+PageViewerDep = Annotated[Viewer, Depends(page_viewer)]
 
 
 def _study_for(session, viewer: Viewer, study_id: int) -> Study:
@@ -34,7 +42,7 @@ def _study_for(session, viewer: Viewer, study_id: int) -> Study:
 
 
 @router.get("/join/{token}")
-def join_page(request: Request, token: str, session: SessionDep, viewer: StudyViewerDep):
+def join_page(request: Request, token: str, session: SessionDep, viewer: PageViewerDep):
     """What the study is, and a button to join it (a link preview never makes a participant)."""
     try:
         _invite, study = participants.invite_for_token(session, token)
@@ -46,7 +54,7 @@ def join_page(request: Request, token: str, session: SessionDep, viewer: StudyVi
 
 
 @router.post("/join/{token}")
-def join(request: Request, token: str, _csrf: CsrfDep, session: SessionDep, viewer: StudyViewerDep):
+def join(request: Request, token: str, _csrf: CsrfDep, session: SessionDep, viewer: PageViewerDep):
     try:
         _participant, study = participants.join(session, request.session, token, client=client_address(request))
     except HubError as exc:
@@ -55,7 +63,7 @@ def join(request: Request, token: str, _csrf: CsrfDep, session: SessionDep, view
 
 
 @router.get("/{study_id}")
-def study_home(request: Request, study_id: DatabaseId, session: SessionDep, viewer: StudyViewerDep):
+def study_home(request: Request, study_id: DatabaseId, session: SessionDep, viewer: PageViewerDep):
     try:
         study = _study_for(session, viewer, study_id)
     except HubError as exc:
@@ -74,7 +82,7 @@ def study_home(request: Request, study_id: DatabaseId, session: SessionDep, view
 
 @router.post("/{study_id}/conversations")
 async def start_conversation(
-    request: Request, study_id: DatabaseId, _csrf: CsrfDep, session: SessionDep, viewer: StudyViewerDep
+    request: Request, study_id: DatabaseId, _csrf: CsrfDep, session: SessionDep, viewer: PageViewerDep
 ):
     try:
         _study_for(session, viewer, study_id)
@@ -107,7 +115,7 @@ def chat_config(request: Request, study: Study, system: StudySystem, chat: Chat,
 
 
 @router.get("/{study_id}/conversations/{chat_id}")
-def chat_page(request: Request, study_id: DatabaseId, chat_id: DatabaseId, session: SessionDep, viewer: StudyViewerDep):
+def chat_page(request: Request, study_id: DatabaseId, chat_id: DatabaseId, session: SessionDep, viewer: PageViewerDep):
     try:
         chat = participants.readable_chat(session, viewer, chat_id)
         if chat.study_id != study_id:
