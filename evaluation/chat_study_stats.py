@@ -95,8 +95,11 @@ def _edit_root(message: MessageRow, by_id: Mapping[int, MessageRow]) -> MessageR
     return message
 
 
-def edit_figures(messages: Iterable[MessageRow], system_of_chat: Mapping[int, int]) -> list[EditFigures]:
-    """Edit rate and size per system (ordered by system id); chats missing from `system_of_chat` are left out."""
+def edit_figures(
+    messages: Iterable[MessageRow], system_of_chat: Mapping[int, int], systems: Iterable[int] = ()
+) -> list[EditFigures]:
+    """Edit rate and size per system (ordered by system id; `systems` listed too, also without conversations);
+    chats missing from `system_of_chat` are left out."""
     by_id = {m.id: m for m in messages if m.chat_id in system_of_chat}
     replies: Counter[int] = Counter()
     edits: Counter[int] = Counter()
@@ -130,7 +133,7 @@ def edit_figures(messages: Iterable[MessageRow], system_of_chat: Mapping[int, in
             median_words_changed=float(statistics.median(changed[system])) if changed[system] else None,
             mean_relative_size=statistics.fmean(relative[system]) if relative[system] else None,
         )
-        for system in sorted(set(system_of_chat.values()))
+        for system in sorted({*system_of_chat.values(), *systems})
     ]
 
 
@@ -195,9 +198,11 @@ class ReversalSummary:
     mean_abandoned: float | None = None
 
 
-def reversal_summaries(found: Sequence[Reversal], system_of_chat: Mapping[int, int]) -> list[ReversalSummary]:
-    """Per system (ordered by id, every system of `system_of_chat` listed, with or without reversals)."""
-    summaries = {s: ReversalSummary(system_id=s) for s in sorted(set(system_of_chat.values()))}
+def reversal_summaries(
+    found: Sequence[Reversal], system_of_chat: Mapping[int, int], systems: Iterable[int] = ()
+) -> list[ReversalSummary]:
+    """Per system (ordered by id; every system of `system_of_chat` and `systems` listed, with or without reversals)."""
+    summaries = {s: ReversalSummary(system_id=s) for s in sorted({*system_of_chat.values(), *systems})}
     grouped: dict[int, list[Reversal]] = defaultdict(list)
     for reversal in found:
         if reversal.chat_id in system_of_chat:

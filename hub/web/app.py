@@ -52,6 +52,7 @@ from hub.web.routes import (
     pages_rater_qa,
     pages_rating,
     pages_studies,
+    pages_study_dashboard,
 )
 from hub.web.routes.api_docs import router as docs_router
 from hub.web.security_headers import SecurityHeadersMiddleware
@@ -174,6 +175,7 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
     app.include_router(pages_admin.router)
     app.include_router(pages_admin_experiments.router)
     app.include_router(pages_studies.router)  # /admin/studies
+    app.include_router(pages_study_dashboard.router)  # /studies/ID/dashboard
     app.include_router(pages_public.router)
     app.include_router(pages_irt.router)
     app.include_router(pages_judging.router)

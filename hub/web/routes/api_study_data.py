@@ -1,13 +1,16 @@
 """A study's data as downloads: its conversations (JSONL trees), its annotations (CSV or JSONL) and its accepted
-post-edits as a reference dataset. Admins may download any study; anyone else a closed study an admin published,
-and then only its participants' rows (404 alike for every other study, so a draft's existence never leaks)."""
+post-edits as a reference dataset; and its dashboard as JSON. Admins may read any study; anyone else a closed study
+an admin published, and then only its participants' rows (404 alike for every other study, so a draft's existence
+never leaks)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import Response, StreamingResponse
 
-from hub.services.studies import downloads, references
+from hub.services.studies import dashboard, downloads, references
 from hub.web.deps import DatabaseId, SessionDep, ViewerDep
 from hub.web.openapi_docs import error_responses
 from hub.web.threads import RequestSessionRoute
@@ -19,6 +22,13 @@ def _send(export) -> Response:
     # Admins' downloads hold private rows: no shared cache may keep any of them.
     headers = {**export.headers, "Cache-Control": "no-store"}
     return StreamingResponse(export.pieces(), media_type=export.media_type, headers=headers)
+
+
+@router.get("/api/studies/{study_id}/dashboard")
+def dashboard_json(study_id: DatabaseId, session: SessionDep, viewer: ViewerDep) -> dict[str, Any]:
+    """The dashboard page as JSON: label distributions per question (all systems and per system) with agreement
+    (Krippendorff's alpha, percent agreement, bootstrap intervals), edit rate and size and reversals per system."""
+    return dashboard.dashboard(session, viewer, study_id)
 
 
 @router.get("/api/studies/{study_id}/references/manifest.json")
