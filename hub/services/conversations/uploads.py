@@ -21,6 +21,7 @@ from hub.models.common import utcnow
 from hub.queue import EVALUATE_CONVERSATION_SET, enqueue
 from hub.services.platform import audit
 from hub.services.platform.datasets import installed_dataset
+from hub.services.submissions import quotas
 from hub.services.submissions.submissions import UploadedFile, _validated
 from hub.storage import Storage
 from hub.system_names import MAX_DESCRIPTION_CHARS, RefusedText, check_name, check_text
@@ -62,7 +63,9 @@ def check_form(form: SetForm) -> SetForm:
 
 def create_set(session: Session, storage: Storage, *, owner: User, form: SetForm, upload: UploadedFile | None):
     """Check the form and the whole file, store the file, record the set and queue its evaluation (after the
-    commit; a queue that is down leaves the set queued for the sweep). Nothing is stored unless everything passed."""
+    commit; a queue that is down leaves the set queued for the sweep). Nothing is stored unless everything passed.
+    A valid set counts toward the owner's daily submission quota like a response file (hub.services.submissions.
+    quotas; the route counts the attempt)."""
     check_form(form)
     if upload is None or not upload.data:
         raise BadRequest('upload a conversations file (JSONL, one {"messages": [...]} per line)', field=FILE_FIELD)
@@ -80,7 +83,9 @@ def create_set(session: Session, storage: Storage, *, owner: User, form: SetForm
     if duplicate is not None:
         raise Conflict(f"{filename} was already uploaded as conversation set #{duplicate.id}", field=FILE_FIELD)
     assert owner.id is not None
+    quotas.check(session, owner, 1)  # a valid set uses one of the day's submissions (429 with the reset time)
     sha256 = storage.put(upload.data)  # first: if the storage is down (503), no row has been written
+    quotas.reserve(session, owner, 1)  # again under a lock on the owner, held until the commit below
     conversation_set = ConversationSet(
         owner_id=owner.id,
         name=form.name,

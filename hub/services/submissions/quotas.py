@@ -2,12 +2,13 @@
 
 Two counts, each reset at 00:00 UTC:
 
-- valid submissions (`HUB_SUBMISSIONS_PER_DAY`): counted from the submission rows the researcher created today, so a
-  file refused by validation never counts, nor does a submission whose evaluation failed (the hub's failure is not
-  the researcher's); a withdrawn or rejected one does. The check before inserting runs under a lock on the
-  researcher's user row (a no-op UPDATE: a row lock on PostgreSQL, the database's write lock on SQLite), so
-  concurrent uploads cannot all pass it.
-- attempts (`HUB_SUBMISSION_ATTEMPTS_PER_DAY`, higher): every upload request, valid or not, counted in the rate-limit
+- valid submissions (`HUB_SUBMISSIONS_PER_DAY`): counted from the submission and conversation-set rows the
+  researcher created today, so a file refused by validation never counts, nor does one whose evaluation failed (the
+  hub's failure is not the researcher's); a withdrawn or rejected one does. The check before inserting runs under a
+  lock on the researcher's user row (a no-op UPDATE: a row lock on PostgreSQL, the database's write lock on
+  SQLite), so concurrent uploads cannot all pass it.
+- attempts (`HUB_SUBMISSION_ATTEMPTS_PER_DAY`, higher): every upload request (response files and conversation
+  sets), valid or not, counted in the rate-limit
   store (hub/services/accounts/rate_limits.py) under a key holding the UTC date. If that store cannot be reached the
   attempt is let through uncounted (a warning): the valid-submission quota still holds.
 """
@@ -26,7 +27,7 @@ from limits.errors import StorageError
 from sqlmodel import Session, col, func, select
 
 from hub.errors import TooManyRequests
-from hub.models import Submission, SubmissionStatus, User
+from hub.models import ConversationSet, Submission, SubmissionStatus, User
 from hub.services.accounts import rate_limits
 from hub.settings import get_settings
 
@@ -82,13 +83,14 @@ class Quota:
             "attempts_left": None if self.exempt else self.attempts_left,
             "resets_at": self.resets_at.isoformat().replace("+00:00", "Z"),
             "resets_in_seconds": seconds_to_reset(datetime.now(UTC)),
-            "counts": "valid submissions created today (UTC), except those whose evaluation failed; "
-            "attempts: every upload, valid or not",
+            "counts": "valid submissions and conversation sets created today (UTC), except those whose evaluation "
+            "failed; attempts: every upload (response files and conversation sets), valid or not",
         }
 
 
 def used_today(session: Session, owner_id: int, now: datetime) -> int:
-    query = (
+    """Submissions and conversation sets the researcher created today (UTC), except those whose evaluation failed."""
+    submissions = (
         select(func.count())
         .select_from(Submission)
         .where(
@@ -97,7 +99,16 @@ def used_today(session: Session, owner_id: int, now: datetime) -> int:
             col(Submission.status).not_in(NOT_COUNTED),
         )
     )
-    return int(session.exec(query).one())
+    conversation_sets = (
+        select(func.count())
+        .select_from(ConversationSet)
+        .where(
+            ConversationSet.owner_id == owner_id,
+            col(ConversationSet.created_at) >= day_start(now),
+            col(ConversationSet.status) != "failed",
+        )
+    )
+    return int(session.exec(submissions).one()) + int(session.exec(conversation_sets).one())
 
 
 def _attempt_item() -> RateLimitItemPerDay:

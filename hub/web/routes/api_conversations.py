@@ -11,6 +11,7 @@ from starlette.datastructures import FormData, UploadFile
 
 from hub.errors import BadRequest, PayloadTooLarge, UnprocessableInput
 from hub.services.conversations import uploads, views
+from hub.services.submissions import quotas
 from hub.services.submissions.submissions import UploadedFile
 from hub.settings import get_settings
 from hub.storage import get_storage
@@ -84,10 +85,12 @@ def uploaded_file(form: FormData) -> UploadedFile | None:
     return found
 
 
-@router.post("/api/conversation-sets", status_code=201, openapi_extra=UPLOAD_FORM)
+@router.post("/api/conversation-sets", status_code=201, openapi_extra=UPLOAD_FORM, responses=error_responses(429))
 async def create(request: Request, session: SessionDep, user: UserDep) -> dict[str, Any]:
     """Multipart form: name, description, is_public and the `conversations` JSONL file. The whole file is checked
-    first (422 naming the line and the field); then it is stored and its evaluation queued."""
+    first (422 naming the line and the field); then it is stored and its evaluation queued. Counts toward the daily
+    submission quota and upload attempts like response files (429 with Retry-After past either)."""
+    quotas.take_attempt(user)  # every upload counts toward the daily attempts, valid or not (429 past it)
     form = await request.form()
     fields = set_form(form)
     upload = await run_in_threadpool(uploaded_file, form)

@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from hub.errors import HubError
 from hub.services.conversations import uploads, views
 from hub.services.publishing.leaderboard import list_datasets
+from hub.services.submissions import quotas
 from hub.storage import get_storage
 from hub.web import pagination
 from hub.web.csrf import CsrfDep
@@ -32,8 +33,9 @@ def list_page(request: Request, session: SessionDep, viewer: ViewerDep):
     return page(request, "conversation_sets.html", viewer, {"sets": sets, "api_url": "/api/conversation-sets"})
 
 
-def _form_page(request: Request, viewer, status_code: int = 200, **extra):
+def _form_page(request: Request, session, viewer, status_code: int = 200, **extra):
     context = {
+        "quota": quotas.quota(session, viewer),  # shared with response-file submissions
         "values": {"name": "", "description": "", "dataset": ""},
         "datasets": list_datasets(),
         "is_public": False,
@@ -45,10 +47,10 @@ def _form_page(request: Request, viewer, status_code: int = 200, **extra):
 
 
 @router.get("/conversation-sets/new")
-def new_form(request: Request, viewer: ViewerDep):
+def new_form(request: Request, session: SessionDep, viewer: ViewerDep):
     if viewer is None:
         return login_redirect(request)
-    return _form_page(request, viewer)
+    return _form_page(request, session, viewer)
 
 
 @router.post("/conversation-sets/new")
@@ -57,6 +59,7 @@ async def upload(request: Request, _csrf: CsrfDep, session: SessionDep, viewer: 
         return login_redirect(request)
     form = await request.form()
     try:
+        quotas.take_attempt(viewer)  # every upload counts toward the daily attempts, valid or not
         fields = set_form(form)
         file = await run_in_threadpool(uploaded_file, form)
         created = await run_in_threadpool(
@@ -65,7 +68,11 @@ async def upload(request: Request, _csrf: CsrfDep, session: SessionDep, viewer: 
     except HubError as exc:  # the form comes back as sent (the file cannot), with the message naming the line
         values = {key: str(form.get(key, "")) for key in ("name", "description", "dataset")}
         extra = {"values": values, "is_public": form.get("is_public") is not None}
-        return _form_page(request, viewer, exc.status_code, error=exc.message, field=exc.field, **extra)
+        refused = await run_in_threadpool(
+            _form_page, request, session, viewer, exc.status_code, error=exc.message, field=exc.field, **extra
+        )
+        refused.headers.update(exc.response_headers)  # Retry-After on a quota's 429
+        return refused
     return RedirectResponse(f"/conversation-sets/{created.id}", status_code=303)
 
 
