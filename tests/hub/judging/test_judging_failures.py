@@ -12,12 +12,18 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
+from evaluation.llm.config import EndpointConfig
 from evaluation.llm.server import LocalChatServer
 from evaluation.rubrics import shipped_rubrics
 from hub.models import RubricGrade
+from hub.services.judging import registry, runs
 from hub.web.app import create_app
 from tests.hub.conftest import DATASET, auth, post
 from tests.hub.judging.helpers import KEY_ENV, SECRET, judge_responder, wait_for
+
+
+def fast_retries(config: EndpointConfig) -> EndpointConfig:
+    return config.model_copy(update={"backoff_base_s": 0.01, "backoff_max_s": 0.05})
 
 
 def _closed_port() -> int:
@@ -51,6 +57,8 @@ def test_a_run_that_cannot_succeed_fails_saying_why_without_the_key(hub_env, peo
         monkeypatch.setenv(KEY_ENV, SECRET)
     else:
         monkeypatch.delenv(KEY_ENV, raising=False)
+    if problem == "endpoint_down":  # every retry still made, with waits of milliseconds instead of up to 30 s
+        monkeypatch.setattr(runs, "endpoint_config", lambda judge: fast_retries(registry.endpoint_config(judge)))
     with LocalChatServer(responder=judge_responder, expected_key="another-key") as server:
         base_url = server.base_url if problem != "endpoint_down" else f"http://127.0.0.1:{_closed_port()}/v1"
         with TestClient(create_app(embedded_worker=True)) as client:
