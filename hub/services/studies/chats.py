@@ -83,10 +83,25 @@ def start_chat(session: Session, viewer: Viewer, study_id: int, system_id: int |
 
 
 def chat_for(session: Session, viewer: Viewer, chat_id: int, *, writing: bool = False) -> Chat:
-    """The conversation this viewer may read (404 alike otherwise); `writing`: it must still be active."""
+    """The conversation this viewer may read (404 alike otherwise); `writing`: it must still be active, and its
+    study open (admins may also write in a study not open)."""
     chat = readable_chat(session, viewer, chat_id)
     if writing and chat.status != "active":
         raise Conflict("this conversation is finished", field="conversation_id")
+    if writing and not viewer.is_admin:
+        study = session.get(Study, chat.study_id)
+        if study is None or study.status != "open":
+            raise Conflict("this study is closed: its conversations can be read, not continued", field="study_id")
+    return chat
+
+
+def finish_chat(session: Session, viewer: Viewer, chat_id: int) -> Chat:
+    """The participant is done with this conversation: it can be read, no longer continued."""
+    chat = chat_for(session, viewer, chat_id, writing=True)
+    chat.status, chat.updated_at = "finished", utcnow()
+    session.add(chat)
+    session.commit()
+    session.refresh(chat)
     return chat
 
 

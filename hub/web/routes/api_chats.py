@@ -124,6 +124,12 @@ def get_conversation(conversation_id: DatabaseId, session: SessionDep, viewer: S
     return chats.tree_json(session, viewer, chats.chat_for(session, viewer, conversation_id))
 
 
+@router.post("/api/conversations/{conversation_id}/finish")
+def finish_conversation(conversation_id: DatabaseId, session: SessionDep, viewer: StudyViewerDep) -> dict[str, Any]:
+    """End the conversation: it stays readable (and its turns annotatable), no longer continued."""
+    return chats.chat_json(session, chats.finish_chat(session, viewer, conversation_id), admin=viewer.is_admin)
+
+
 @router.post(
     "/api/conversations/{conversation_id}/messages",
     status_code=201,

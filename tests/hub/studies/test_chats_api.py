@@ -164,6 +164,19 @@ def test_a_participant_chats_annotates_edits_and_goes_back(hub_env, people, endp
         assert admin_client.get(f"/api/conversations/{chat_id}", headers=auth(people["admin"])).status_code == 200
         assert admin_client.get(f"/api/conversations/{chat_id}", headers=auth(people["owner"])).status_code == 404
         assert browser.get(f"/api/studies/{study['id']}/conversations").json()[0]["id"] == chat_id
+        assert browser.post(f"/api/conversations/{chat_id}/finish").json()["status"] == "finished"
+        finished = browser.post(f"/api/conversations/{chat_id}/messages", json={"content": "more?"})
+        assert finished.status_code == 409 and finished.json()["field"] == "conversation_id"
+
+        admin = auth(people["admin"])  # an admin tries the study out in a conversation of their own
+        own = admin_client.post(f"/api/studies/{study['id']}/conversations", json={}, headers=admin).json()
+        assert own["participant_id"] is None
+        said = admin_client.post(f"/api/conversations/{own['id']}/messages", json={"content": "Test"}, headers=admin)
+        assert said.json()["message"]["content"] == "Turn 1: you said Test"
+        closed = admin_client.post(f"/api/studies/{study['id']}/status", json={"status": "closed"}, headers=admin)
+        assert closed.status_code == 200
+        refused = browser.post(f"/api/studies/{study['id']}/conversations", json={})
+        assert refused.status_code == 409 and browser.get(f"/api/conversations/{chat_id}").status_code == 200
     with Session(hub_env) as session:
-        assert len(session.exec(select(ChatBranch)).all()) == 3
+        assert len(session.exec(select(ChatBranch).where(ChatBranch.chat_id == chat_id)).all()) == 3
         assert session.exec(select(ChatMessage).where(ChatMessage.status != "ok")).first() is None
