@@ -129,7 +129,7 @@ def _question_view(
     }
     if overall.counts and overall.answers:
         view["chart"] = _chart(
-            question["question"],
+            "Share of answers" + (" choosing each option" if question["kind"] == "multi" else ""),
             "Share of answers",
             [c.label for c in overall.counts],
             [c.share for c in overall.counts],
@@ -221,7 +221,6 @@ def dashboard(session: Session, viewer: User | None, study_id: int) -> dict[str,
             [f"turn {turn}" for turn in sorted(by_turn)],
             [by_turn[turn] for turn in sorted(by_turn)],
             integer=True,
-            value_labels=True,
         )
         if found
         else None,
