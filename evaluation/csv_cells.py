@@ -10,11 +10,12 @@ from __future__ import annotations
 
 QUOTE = "'"
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+QUOTED_STARTS = frozenset((*FORMULA_STARTS, QUOTE))  # each is one character: a cell's first character is looked up
 
 
 def neutralise(text: str) -> str:
     """The cell as written to CSV: quote-prefixed when it starts like a formula (or with a quote), else as it is."""
-    return QUOTE + text if text.startswith((*FORMULA_STARTS, QUOTE)) else text
+    return QUOTE + text if text[:1] in QUOTED_STARTS else text
 
 
 def restore(cell: str) -> str:

@@ -190,6 +190,13 @@ def metrics_list(
     out.print(table)
 
 
+def _top_level_command(args: list[str]) -> bool:
+    """Whether `args` run a command registered on `app` itself (`chateval export`, `serve`, ...; not `evaluate`,
+    whose `--conversations` needs the groups), which needs none of the sub-command groups."""
+    names = {info.name for info in app.registered_commands if info.name and info.name != "evaluate"}
+    return bool(args) and args[0] in names
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: known errors become one clear line on stderr and a documented exit code.
 
@@ -197,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = sys.argv[1:] if argv is None else argv
     plain_evaluate = args[:1] == ["evaluate"] and "--conversations" not in args
-    if not plain_evaluate:
+    if not plain_evaluate and not _top_level_command(args):
         register_commands()
     collecting = gc.isenabled()
     if plain_evaluate:

@@ -51,10 +51,9 @@ Fields per kind (timestamps are ISO 8601):
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import logging
+import math
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -63,12 +62,12 @@ from typing import Any
 from sqlalchemy import Engine, or_
 from sqlmodel import Session, col, select
 
-from evaluation import csv_cells
 from evaluation.dataset import Dataset
 from hub.errors import HubError, NotFound
 from hub.models import Score, Submission, System
 from hub.services.human import ratings_rows
 from hub.services.platform.datasets import installed_dataset
+from hub.services.publishing import row_formats
 from hub.services.statistics import irt_rows
 from hub.services.submissions.results import RESULT_STATUSES, finite, read_responses
 from hub.services.submissions.submissions import can_view
@@ -111,12 +110,11 @@ FIELDS: dict[str, tuple[str, ...]] = {
     **irt_rows.FIELDS,
 }
 MEDIA_TYPES = {"jsonl": "application/x-ndjson; charset=utf-8", "csv": "text/csv; charset=utf-8"}
-BATCH = 500  # rows fetched from the database and written to the client at a time
+BATCH = row_formats.BATCH  # rows fetched from the database and written to the client at a time
 SPOOL_MEMORY_BYTES = 1024 * 1024  # a spooled download beyond this moves from memory to an unlinked temporary file
 READ_BYTES = 64 * 1024  # a spooled download is sent in pieces of this size
 
 Row = dict[str, Any]
-_json_line = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode  # json.dumps(row, same options)
 
 
 @dataclass(frozen=True)
@@ -181,6 +179,17 @@ def _submissions(session: Session, _storage: Storage) -> Iterator[Row]:
         }
 
 
+def _finite_list(values: list[float | None]) -> list[float | None]:
+    """`finite` of every value; at C speed when all are finite numbers (their sum is then finite: a NaN or an
+    infinity would make it NaN or infinite)."""
+    try:
+        if math.isfinite(sum(values)):
+            return list(values)
+    except (TypeError, OverflowError):  # a None among them (or a number too large for a float)
+        pass
+    return [finite(v) for v in values]
+
+
 def _scores(session: Session, _storage: Storage) -> Iterator[Row]:
     query = (
         select(Score, Submission, System)
@@ -202,7 +211,7 @@ def _scores(session: Session, _storage: Storage) -> Iterator[Row]:
             "signature": score.signature,
             "corpus": finite(score.corpus),
             "higher_is_better": score.higher_is_better,
-            "per_prompt": [finite(v) for v in score.per_prompt],
+            "per_prompt": _finite_list(score.per_prompt),
             "details": score.details,
             "created_at": score.created_at.isoformat(),
         }
@@ -230,12 +239,13 @@ def _responses(session: Session, storage: Storage) -> Iterator[Row]:
             lines = read_responses(storage, submission, dataset)
         except HubError:  # logged by read_responses; one damaged file must not cut the download short
             continue
+        submission_id, system_id, name, fingerprint = submission.id, system.id, dataset.name, dataset.fingerprint
         for prompt_id, response in zip(dataset.prompt_ids, lines, strict=True):
             yield {
-                "submission_id": submission.id,
-                "system_id": system.id,
-                "dataset": dataset.name,
-                "dataset_fingerprint": dataset.fingerprint,
+                "submission_id": submission_id,
+                "system_id": system_id,
+                "dataset": name,
+                "dataset_fingerprint": fingerprint,
                 "prompt_id": prompt_id,
                 "response": response,
             }
@@ -251,44 +261,23 @@ ROWS: dict[str, Callable[[Session, Storage], Iterator[Row]]] = {
 }
 
 
-def _csv_value(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list | dict):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, str):
-        return csv_cells.neutralise(value)  # a text cell never runs as a spreadsheet formula
-    return value
+def jsonl_header(kind: str, fields: tuple[str, ...]) -> str:
+    return json.dumps({"schema_version": SCHEMA_VERSION, "kind": kind, "fields": list(fields)}) + "\n"
 
 
 def jsonl_chunks(kind: str, rows: Iterator[Row], fields: tuple[str, ...] | None = None) -> Iterator[str]:
     """The JSONL download of `kind` (or of a table with these `fields`, as the snapshot's extra tables), in chunks."""
-    fields = FIELDS[kind] if fields is None else fields
-    yield json.dumps({"schema_version": SCHEMA_VERSION, "kind": kind, "fields": list(fields)}) + "\n"
-    batch: list[str] = []
-    for row in rows:
-        batch.append(_json_line(row) + "\n")
-        if len(batch) >= BATCH:
-            yield "".join(batch)
-            batch.clear()
-    yield "".join(batch)
+    yield jsonl_header(kind, FIELDS[kind] if fields is None else fields)
+    for batch in row_formats.batches(iter(rows)):
+        yield row_formats.jsonl_lines(batch)
 
 
 def csv_chunks(kind: str, rows: Iterator[Row], fields: tuple[str, ...] | None = None) -> Iterator[str]:
     """The CSV download of `kind` (or of a table with these `fields`), in chunks."""
-    fields = FIELDS[kind] if fields is None else fields
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(fields)
-    for count, row in enumerate(rows, start=1):
-        writer.writerow([_csv_value(row[name]) for name in fields])
-        if count % BATCH == 0:
-            yield buffer.getvalue()
-            buffer.seek(0)
-            buffer.truncate()
-    yield buffer.getvalue()
+    lines = row_formats.CsvLines(FIELDS[kind] if fields is None else fields)
+    yield lines.lines([])
+    for batch in row_formats.batches(iter(rows)):
+        yield lines.lines(batch)
 
 
 def _rows(engine: Engine, storage: Storage, kind: str) -> Iterator[Row]:
