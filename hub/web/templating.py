@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,11 @@ FIELD_LABELS = {
     "code_url": "Code URL",
     "weights_url": "Weights URL",
     "current_password": "Current password",
+    "schema_text": "Schema",
+    "schema_file": "Schema file",
 }
 FILE_FIELD_LABELS = {"responses": "Responses for", "loglik": "Log-likelihoods for"}
+STUDY_SYSTEM_FIELD = re.compile(r"systems\.([0-9]{1,3})\.([a-z_]{1,40})")
 
 
 def field_label(field: str | None) -> str:
@@ -39,6 +43,8 @@ def field_label(field: str | None) -> str:
         return ""
     if field in FIELD_LABELS:
         return FIELD_LABELS[field]
+    if (system := STUDY_SYSTEM_FIELD.fullmatch(field)) is not None:  # an interactive study's system N
+        return f"System {int(system.group(1)) + 1}: {field_label(system.group(2)).lower()}"
     kind, bracket, rest = field.partition("[")
     if bracket and rest.endswith("]") and kind in FILE_FIELD_LABELS:
         return f"{FILE_FIELD_LABELS[kind]} {rest[:-1]}"

@@ -40,6 +40,8 @@ MEANT = {"assign_secs", "ncm__cakechat"}
         ("responses[hub-open-v1]", "Responses for hub-open-v1"),
         ("loglik[ncm]", "Log-likelihoods for ncm"),
         ("systems", "systems"),
+        ("systems.1.key_ref", "System 2: key reference"),  # an interactive study's second system
+        ("schema_text", "Schema"),
         ("some_new_field", "some new field"),
         (None, ""),
     ],
