@@ -80,7 +80,7 @@ function render() {
   const viewing = viewedLeaf();
   const onActive = viewing === currentLeaf();
   const path = pathTo(state.byId, viewing);
-  turnsList.replaceChildren(...path.map((m) => turnItem(m, onActive, m.id === viewing)));
+  turnsList.replaceChildren(...path.map((m) => turnItem(m, onActive)));
   renderBanner(onActive);
   renderTree({
     container: $("tree"),
@@ -133,13 +133,14 @@ function imageList(message) {
   return list;
 }
 
-function turnItem(m, onActive, isViewedLeaf) {
+function turnItem(m, onActive) {
   const li = el("li", { class: `turn turn-${m.role}`, id: `turn-${m.id}`, "data-message": String(m.id) });
   const who = m.role === "user" ? "You" : config.system_label;
   li.append(el("span", { class: "role", text: m.edit_of_id ? `${who} · edited by you` : who }));
   if (m.status === "error") {
     li.classList.add("turn-error");
-    li.append(el("p", { class: "error", text: `The system did not answer: ${m.error || "unknown error"}` }));
+    if (m.content) li.append(el("div", { class: "content partial", text: m.content, title: "What had arrived before the reply failed" }));
+    li.append(el("p", { class: "error", text: m.error || "The system did not answer." }));
     if (onActive && m.id === currentLeaf()) {
       const retry = el("button", { type: "button", class: "primary retry", text: "Retry", "aria-label": "Retry this reply" });
       retry.addEventListener("click", () => streamReply(`${config.messages_url}/${m.id}/retry`, {}));
@@ -172,9 +173,13 @@ function turnItem(m, onActive, isViewedLeaf) {
     edit.addEventListener("click", () => openEdit(li, m, edit));
     actions.append(edit);
   }
-  if (m.role === "assistant" && m.status === "ok" && (!onActive || m.id !== currentLeaf())) {
-    const words = !onActive && isViewedLeaf ? "↪ Continue from here" : "↶ Go back to here";
-    const back = el("button", { type: "button", class: "plain go-back", text: words, "aria-label": `${words.slice(2)} (turn ${m.depth + 1})` });
+  if (onActive && m.role === "assistant" && m.status === "ok" && m.id !== currentLeaf()) {
+    const back = el("button", {
+      type: "button",
+      class: "plain go-back",
+      text: "↶ Go back to here",
+      "aria-label": `Go back to turn ${m.depth + 1} and continue from there`,
+    });
     back.addEventListener("click", () => openRevert(li, m, back));
     actions.append(back);
   }
@@ -225,7 +230,7 @@ function toggleAnnotation(li, m, q, button) {
       await putJson(`${config.messages_url}/${m.id}/annotations`, { answers: [answer] });
       state.answers.set(key, { message_id: m.id, ...answer });
       announce(`Saved your answer to “${q.question}”.`);
-      const fresh = turnItem(m, viewedLeaf() === currentLeaf(), m.id === viewedLeaf());
+      const fresh = turnItem(m, viewedLeaf() === currentLeaf());
       li.replaceWith(fresh);
       const again = fresh.querySelector(`.annot-icon[data-question="${CSS.escape(q.id)}"]`);
       if (again) again.focus();
@@ -310,7 +315,7 @@ function openRevert(li, m, opener) {
 
 async function markOutcome(branch, successful, box) {
   try {
-    await postJson(`${config.branches_url}/${branch.leaf_id}/outcome`, { successful });
+    await postJson(`${config.branches_url}/${branch.id}/outcome`, { successful });
     branch.successful = successful;
     announce(`Branch marked ${successful ? "successful" : "not successful"}.`);
   } catch (error) {
@@ -347,29 +352,29 @@ async function streamReply(url, body, onRefused) {
         finished = data && data.message ? data.message : data;
       } else if (name === "error") {
         const m = data && data.message;
-        failure = typeof m === "string" ? m : (m && m.error) || (data && data.error) || "the system did not answer";
+        failure = typeof m === "string" ? m : (m && m.error) || (data && data.error) || "The system did not answer.";
       }
     });
-    if (!finished && !failure && last !== "done") failure = "the reply stopped before it was complete";
+    if (!finished && !failure && last !== "done") failure = "The reply stopped before it was complete.";
   } catch (error) {
     if (error instanceof ApiError && error.status >= 400 && error.status < 500 && error.status !== 429 && onRefused) {
       onRefused(error);
     } else {
-      failure = error.message;
+      failure = `The system did not answer: ${error.message}.`;
     }
   }
   state.busy = false;
   try {
     await reload();
   } catch (error) {
-    failure = failure || error.message;
+    failure = failure || `The conversation could not be reloaded: ${error.message}.`;
   }
   const leaf = state.byId.get(currentLeaf());
   if (failure) {
     // An errored reply kept in the tree has its own Retry button; otherwise retry the whole request.
     const kept = leaf && leaf.status === "error";
-    announce(`The system did not answer: ${failure}`);
-    if (!kept) showFailure(`The system did not answer: ${failure}`, () => streamReply(url, body, onRefused));
+    announce(failure);
+    if (!kept) showFailure(failure, () => streamReply(url, body, onRefused));
     else document.querySelector(".turn-error .retry")?.focus();
   } else if (finished) {
     announce("The reply is complete.");
