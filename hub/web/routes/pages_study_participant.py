@@ -13,7 +13,7 @@ from sqlmodel import col, select
 from hub.errors import HubError, NotFound
 from hub.models import Chat, Study, StudySystem, User
 from hub.services.accounts.rate_limits import client_address
-from hub.services.studies import images, participants, studies
+from hub.services.studies import chats, images, participants, studies
 from hub.services.studies.participants import Viewer, session_participants
 from hub.web.csrf import CsrfDep, csrf_token
 from hub.web.deps import DatabaseId, SessionDep, optional_user
@@ -87,8 +87,6 @@ async def start_conversation(
     try:
         _study_for(session, viewer, study_id)
         system_id = parse_id((await request.form()).get("system_id", ""), field="system_id")
-        from hub.services.studies import chats  # imported here until the chat API lands
-
         chat = chats.start_chat(session, viewer, study_id, system_id)
     except HubError as exc:
         return error_page(request, viewer.user, exc)

@@ -4,6 +4,7 @@ pressed; the participant's home offers the study's systems."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -75,6 +76,20 @@ def test_the_admin_form_marks_the_refused_line_then_creates_the_study(client):
     assert joined.status_code == 303
     home = stranger.get(joined.headers["location"])
     assert home.status_code == 200 and "Chat with Local bot" in home.text
+    system_id = re.search(r'name="system_id" value="(\d+)"', home.text).group(1)
+    started = stranger.post(
+        f"{joined.headers['location']}/conversations",
+        data={"csrf_token": csrf(home.text), "system_id": system_id},
+        follow_redirects=False,
+    )
+    assert started.status_code == 303  # a form, so its CSRF token travels as a field
+    chat = stranger.get(started.headers["location"])
+    config = json.loads(
+        re.search(r'<script type="application/json" id="chat-config">(.*?)</script>', chat.text).group(1)
+    )
+    assert config["system_label"] == "Local bot" and config["questions"][0]["id"] == "helpful"
+    assert client.get(started.headers["location"]).status_code == 200  # admins see every conversation
+    assert TestClient(client.app).get(started.headers["location"]).status_code == 404  # strangers none
 
 
 def test_only_admins_see_the_study_pages(client):
