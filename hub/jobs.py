@@ -22,6 +22,7 @@ from hub.services.notifications import mail
 from hub.services.platform.outbox import drain
 from hub.services.publishing import snapshot
 from hub.services.statistics import irt_fits
+from hub.services.studies import assistance
 from hub.services.submissions.evaluation import EvaluationRun, stalled_submissions
 from hub.settings import get_settings
 from hub.storage import get_storage
@@ -105,6 +106,11 @@ def run_rater_qa(run_id: int) -> str:
     return rater_qa.run_rater_qa(get_engine(), run_id)
 
 
+def suggest_annotations(message_id: int) -> int:
+    """A study judge's pre-annotation suggestions for one message (every arm; shown to the assisted one)."""
+    return assistance.suggest_for_message(get_engine(), message_id)
+
+
 HANDLERS: dict[str, Callable[..., Any]] = {
     queue.EVALUATE_SUBMISSION: evaluate_submission,
     queue.REQUEUE_STALLED: requeue_stalled,
@@ -116,6 +122,7 @@ HANDLERS: dict[str, Callable[..., Any]] = {
     queue.EVALUATE_CONVERSATION_SET: evaluate_conversation_set,
     queue.SEND_MAIL: send_mail,
     queue.RATER_QA: run_rater_qa,
+    queue.SUGGEST_ANNOTATIONS: suggest_annotations,
 }
 
 

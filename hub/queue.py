@@ -30,6 +30,7 @@ JUDGE_SUBMISSION = "judge_submission"  # a judging run (LLM judges, rubrics, fun
 SEND_MAIL = "send_mail"  # the e-mail outbox over SMTP (a no-op when HUB_SMTP_HOST is empty)
 EVALUATE_CONVERSATION_SET = "evaluate_conversation_set"  # function metrics over an uploaded conversation set, by id
 RATER_QA = "rater_qa"  # a QA rubric graded by a judge over the raters' reasons of an experiment, by run id
+SUGGEST_ANNOTATIONS = "suggest_annotations"  # a study judge's annotation suggestions for one message, by message id
 JOB_NAMES = (
     EVALUATE_SUBMISSION,
     REQUEUE_STALLED,
@@ -41,6 +42,7 @@ JOB_NAMES = (
     SEND_MAIL,
     EVALUATE_CONVERSATION_SET,
     RATER_QA,
+    SUGGEST_ANNOTATIONS,
 )
 
 # What the queue raises when it cannot take a job: Redis down or unreachable, the SQLite queue's file unwritable.
@@ -109,6 +111,9 @@ def tasks() -> dict:
             _runner(EVALUATE_CONVERSATION_SET)
         ),
         RATER_QA: huey.task(retries=1, retry_delay=30, name=RATER_QA)(_runner(RATER_QA)),
+        SUGGEST_ANNOTATIONS: huey.task(retries=1, retry_delay=10, name=SUGGEST_ANNOTATIONS)(
+            _runner(SUGGEST_ANNOTATIONS)
+        ),
         SEND_MAIL: huey.periodic_task(crontab(minute="*"), name=SEND_MAIL)(_runner(SEND_MAIL)),
     }
 

@@ -35,6 +35,7 @@ from hub.web.routes import (
     api_queue,
     api_rater_qa,
     api_studies,
+    api_study_assistance,
     api_study_data,
     api_study_images,
     api_submissions,
@@ -169,6 +170,7 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
     app.include_router(api_studies.router)
     app.include_router(api_study_images.router)
     app.include_router(api_chats.router)
+    app.include_router(api_study_assistance.router)  # suggestions, real-time drafts (MILO)
     app.include_router(api_study_data.router)  # /api/studies/ID/conversations.jsonl, annotations.csv, references
     app.include_router(pages_account.router)
     app.include_router(pages_lifecycle.router)

@@ -32,7 +32,7 @@ from evaluation.llm.streaming import ChatStream
 from hub.errors import Conflict, UnprocessableInput
 from hub.models import ChatMessage, StudySystem
 from hub.models.common import utcnow
-from hub.services.studies import images, studies
+from hub.services.studies import assistance, images, studies
 from hub.services.studies.chats import active_path, chat_for, message_json, message_of, move_leaf
 from hub.services.studies.participants import Viewer
 from hub.storage import Storage
@@ -206,4 +206,7 @@ def finish(
         session.add(reply)
         session.commit()
         session.refresh(reply)
-        return message_json(reply)
+        stored = message_json(reply)
+    if stored["status"] == "ok":  # MILO: the judge's suggestions, in every arm, before anyone annotates
+        assistance.queue_suggestions(engine, pending.reply_id)
+    return stored
