@@ -33,11 +33,13 @@ class OutgoingMail(SQLModel, table=True):
     to_address: str = Field(max_length=320)
     subject: str = Field(default="", max_length=200)
     body: str = Field(default="", max_length=10_000)
-    state: str = Field(default="pending", max_length=20, index=True, description="pending, sent, failed, dropped.")
+    state: str = Field(
+        default="pending", max_length=20, index=True, description="pending, sending, sent, failed, dropped."
+    )
     attempts: int = 0
     last_error: str | None = Field(default=None, max_length=500)
     created_at: datetime = Field(default_factory=utcnow)
-    sent_at: datetime | None = None
+    sent_at: datetime | None = None  # while "sending": when the send began (the lease, see notifications.mail)
 
 
 class PasswordReset(SQLModel, table=True):

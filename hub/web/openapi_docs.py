@@ -30,6 +30,7 @@ class ValidationErrorBody(BaseModel):
 
 
 DESCRIPTIONS = {
+    400: "A value the route cannot use (an address that is not one, a used or expired link); `field` names it.",
     401: "Not logged in: send an API token (Authorization: Bearer ceh_...) or log in.",
     403: "Logged in, but not allowed (e.g. not an admin), or a missing/wrong CSRF token for a browser session.",
     404: "No such thing, or one the caller may not see (private and unapproved items answer like missing ones).",

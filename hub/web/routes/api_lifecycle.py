@@ -1,15 +1,16 @@
 """JSON API of a researcher's lifecycle: their submissions (`GET /api/submissions?mine=1`), withdrawing one,
-a system's public/private choice, and their notifications."""
+a system's public/private choice, their notifications, and password reset by e-mail (asking for a link, using it)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, Field
 
 from hub.errors import BadRequest
-from hub.services.notifications import inbox
+from hub.services.accounts import rate_limits
+from hub.services.notifications import inbox, password_reset
 from hub.services.submissions import lifecycle
 from hub.web.deps import DatabaseId, SessionDep, UserDep
 from hub.web.openapi_docs import error_responses
@@ -20,6 +21,15 @@ router = APIRouter(route_class=RequestSessionRoute, tags=["submissions"], respon
 
 class Visibility(BaseModel):
     is_public: bool = Field(description="true: results public once approved; false: owner and admins only.")
+
+
+class ResetRequest(BaseModel):
+    email: str = Field(max_length=1_000, description="The account's address; the answer is the same for any.")
+
+
+class ResetConfirm(BaseModel):
+    token: str = Field(max_length=1_000, description="The token of the link the mail brought (`?token=...`).")
+    new_password: str = Field(max_length=4_096, description="10 to 1024 characters.")
 
 
 class MarkRead(BaseModel):
@@ -63,3 +73,22 @@ def mark_read(body: MarkRead, session: SessionDep, user: UserDep) -> dict[str, A
     """Mark some (ids) or all of your notifications read."""
     inbox.mark_read(session, user, body.ids)
     return {"unread": inbox.unread_count(session, user)}
+
+
+@router.post("/api/password-reset", status_code=202, tags=["accounts"], responses=error_responses(400, 429, 503))
+def ask_password_reset(body: ResetRequest, request: Request, session: SessionDep) -> dict[str, str]:
+    """Ask for a password-reset link by e-mail. The answer (and the work behind it) is the same whether or not an
+    account uses the address: the sending job looks the account up. Limited per client address (429 with
+    Retry-After); 503 when the hub sends no e-mail."""
+    client = rate_limits.client_address(request)
+    return {"message": password_reset.request_reset(session, email=body.email, client=client)}
+
+
+@router.post("/api/password-reset/confirm", tags=["accounts"], responses=error_responses(400))
+def confirm_password_reset(body: ResetConfirm, session: SessionDep, response: Response) -> dict[str, str]:
+    """Set a new password with the token of a reset link: once, before it expires; every browser session of the
+    account ends and its other links stop working. 400 naming `token` (invalid, expired or used) or
+    `new_password`."""
+    response.headers["Cache-Control"] = "no-store"
+    password_reset.reset_password(session, token=body.token, new_password=body.new_password)
+    return {"message": "password changed; sign in with the new one"}
