@@ -395,6 +395,19 @@ def test_user_text_is_escaped_everywhere(site):
     assert '<p class="text">&lt;img src=x onerror=alert(1)&gt;</p>' in profile  # the description
 
 
+@pytest.mark.parametrize("role", ("anonymous", "owner", "admin"))
+def test_a_prompt_page_shows_every_public_systems_response_and_never_a_private_one(site, role):
+    first = load_dataset(DATASET).prompts[0]
+    prompt = site.client.get(f"/api/datasets/{DATASET}/prompts/{first.id}").json()
+    shown = {answer["system_id"]: answer["response"] for answer in prompt["responses"]}
+    assert set(shown) == {site.systems["public"], site.systems["baseline"]}
+    assert shown[site.systems["public"]] == XSS_RESPONSE
+    text = site.page(role, f"/datasets/{DATASET}/prompts/{first.id}")
+    assert f'<a href="/systems/{site.systems["public"]}">{esc(XSS_NAME)}</a>' in text
+    assert f'<p class="text">{esc(XSS_RESPONSE)}</p>' in text and XSS_RESPONSE not in text
+    assert "secret Zebra" not in text and "Private bot" not in text and "pending reply" not in text  # even for owners
+
+
 @pytest.mark.parametrize("role", ROLES)
 def test_private_and_unapproved_show_only_to_owner_and_admin(site, role):
     privileged = role in ("owner", "admin")
