@@ -428,6 +428,37 @@ def test_leaderboard_win_rate_matrix_pools_each_pair_by_id(site, role):
     assert (PRIVATE in matrix_html) is (role == "owner")
 
 
+def test_the_cached_matrix_follows_the_judgements(site):
+    """Served from the read side's cache, the matrix changes with the data version: counting the excluded rater's
+    judgements again (a public write) gives a new ETag and the new counts; excluding it again restores both."""
+    url = f"/api/leaderboards/{DATASET}"
+    copycat, echo = site.systems["copycat"], site.systems["echo"]
+
+    def cell() -> tuple[str, dict]:
+        reply = site.client.get(url)
+        matrix = reply.json()["win_matrix"]
+        ids = [s["id"] for s in matrix["systems"]]
+        return reply.headers["etag"], matrix["cells"][ids.index(copycat)][ids.index(echo)]
+
+    before_tag, before = cell()
+    assert site.client.get(url, headers={"If-None-Match": before_tag}).status_code == 304  # cached
+    bad = site.counts_all["B"] - site.counts["B"]  # the excluded rater's judgements (always B)
+    with Session(db.get_engine()) as session:
+        admin = session.exec(select(User).where(User.is_admin)).first()
+        rater = session.exec(select(Rater).where(Rater.external_id == "worker-bad-4711")).one()
+        raters.set_excluded(session, admin, rater.id, excluded=False)
+        try:
+            after_tag, after = cell()
+            assert (
+                after_tag != before_tag
+                and after["losses"] == before["losses"] + bad
+                and after["n"] == before["n"] + bad
+            )
+        finally:
+            raters.set_excluded(session, admin, rater.id, excluded=True, reason="always says B")
+    assert cell()[1] == before
+
+
 def test_leaderboard_column_chooser_keeps_the_choice_in_every_link(site):
     chosen = site.api("admin", f"/api/leaderboards/{DATASET}?columns=human:all&columns=nonexistent")
     assert chosen["chosen"] == ["human:all"] and [c["key"] for c in chosen["human_columns"]] == ["human:all"]
