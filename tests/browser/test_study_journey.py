@@ -214,8 +214,15 @@ def test_a_participant_chats_annotates_edits_goes_back_and_sends_an_image(browse
     assert "did not finish its reply within 2 seconds" in failure.inner_text(), failure.inner_text()
     _shot(page, "timeout")
     page.locator("li.turn-error .retry, #retry-failed").first.click()
-    page.wait_for_selector("li.turn-assistant:not(.streaming) >> text=to: Tell me about Madrid.")
-    assert page.locator("li.turn-error").count() == 0
+    page.wait_for_selector("li.turn-assistant:not(.streaming):not(.turn-error) >> text=to: Tell me about Madrid.")
+    expect(page.locator("li.turn-error")).to_have_count(0)
+
+    # 7. Finishing: the conversation stays readable and its turns answerable, but takes no more messages.
+    page.click("#finish-chat")
+    page.click("#finish-yes")
+    expect(page.locator("#composer-note")).to_contain_text("finished")
+    assert page.locator("#message").is_disabled() and page.locator(".edit-reply").count() == 0
+    assert page.locator("li.turn-assistant .annot-icon").count() > 0
 
     assert SECRET not in page.content()
     assert problems == [], problems

@@ -2,7 +2,7 @@
 // annotation icons under each turn, post-editing the latest reply, going back to an earlier turn, the tree of all
 // branches, images for vision systems and, where the browser offers them, speech input and output.
 import { ApiError, getJson, postForm, postJson, postStream, putJson, setCsrfToken } from "./chat_api.js";
-import { annotationForm, annotationIcons } from "./chat_annotations.js";
+import { annotationForm, annotationIcons, draftButton } from "./chat_annotations.js";
 import { branchNumbering, branchWords, pathTo, renderTree } from "./chat_tree.js";
 import { setUpSpeech } from "./chat_speech.js";
 
@@ -71,6 +71,14 @@ function viewedLeaf() {
   return state.viewLeaf === null ? currentLeaf() : state.viewLeaf;
 }
 
+function realtimeArm() {
+  return !!(state.data && state.data.conversation && state.data.conversation.arm === "realtime");
+}
+
+function finished() {
+  return !!(state.data && state.data.conversation && state.data.conversation.status === "finished");
+}
+
 function latestReply() {
   const leaf = state.byId.get(currentLeaf());
   return leaf && leaf.role === "assistant" && leaf.status === "ok" ? leaf : null;
@@ -96,9 +104,12 @@ function render() {
     onOutcome: markOutcome,
   });
   const leaf = state.byId.get(currentLeaf());
-  const blocked = !onActive || state.busy || (leaf && leaf.status === "error");
+  const blocked = !onActive || state.busy || finished() || (leaf && leaf.status === "error");
   input.disabled = sendButton.disabled = !!blocked;
-  $("composer-note").textContent = !onActive
+  $("finish-chat").hidden = finished();
+  $("composer-note").textContent = finished()
+    ? "This conversation is finished: you can still read it and answer the questions about its turns."
+    : !onActive
     ? "You are looking at another branch; go back to the active one to write."
     : leaf && leaf.status === "error"
       ? "The last reply failed: retry it, or go back to an earlier turn."
@@ -167,13 +178,13 @@ function turnItem(m, onActive) {
     }),
   );
   const actions = el("div", { class: "turn-actions" });
-  const latest = latestReply();
+  const latest = finished() ? null : latestReply();
   if (onActive && latest && latest.id === m.id) {
     const edit = el("button", { type: "button", class: "plain edit-reply", text: "✎ Edit reply", "aria-label": "Edit the system's latest reply" });
     edit.addEventListener("click", () => openEdit(li, m, edit));
     actions.append(edit);
   }
-  if (onActive && m.role === "assistant" && m.status === "ok" && m.id !== currentLeaf()) {
+  if (onActive && !finished() && m.role === "assistant" && m.status === "ok" && m.id !== currentLeaf()) {
     const back = el("button", {
       type: "button",
       class: "plain go-back",
@@ -226,6 +237,7 @@ function toggleAnnotation(li, m, q, button) {
     answer: state.answers.get(key),
     suggestion: state.suggestions.get(key),
     close: () => closePanel(li, button),
+    askDraft: realtimeArm() ? (body) => postJson(config.drafts_url, body) : null,
     save: async (answer) => {
       await putJson(`${config.messages_url}/${m.id}/annotations`, { answers: [answer] });
       state.answers.set(key, { message_id: m.id, ...answer });
@@ -281,11 +293,13 @@ function openEdit(li, m, opener) {
   const text = el("textarea", { name: "content", rows: "5", maxlength: "20000", required: true, "aria-label": "Edited reply" });
   text.value = m.content;
   form.append(el("p", { class: "muted", text: "Correct the reply as it should have been; the conversation continues from your edit." }), text);
+  if (realtimeArm()) form.append(draftButton(text, form, () => postJson(config.drafts_url, { purpose: "post_edit", message_id: m.id })));
   const [label, reason] = reasonField("Why did you edit it?", !!config.edit_reason_required);
   form.append(label);
   wireForm(form, li, opener, async () => {
     const body = { content: text.value };
     if (reason.value.trim()) body.reason = reason.value.trim();
+    if (form.dataset.draftId) body.draft_id = Number(form.dataset.draftId);
     await postJson(`${config.messages_url}/${m.id}/edit`, body);
     announce("Your edit replaced the reply; the original is kept in the tree.");
     await reload();
@@ -471,6 +485,29 @@ if (config.vision) {
     picker.value = "";
   });
 }
+
+// ---- finishing ----------------------------------------------------------------------------------------------------
+
+$("finish-chat").addEventListener("click", () => {
+  const box = $("finish-confirm");
+  box.hidden = false;
+  box.querySelector("button.primary").focus();
+});
+$("finish-cancel").addEventListener("click", () => {
+  $("finish-confirm").hidden = true;
+  $("finish-chat").focus();
+});
+$("finish-yes").addEventListener("click", async () => {
+  try {
+    await postJson(config.finish_url);
+    $("finish-confirm").hidden = true;
+    announce("The conversation is finished.");
+    await reload();
+  } catch (error) {
+    announce(`Not finished: ${error.message}`);
+    showFailure(`Not finished: ${error.message}`);
+  }
+});
 
 // ---- keyboard shortcuts (documented on the page) --------------------------------------------------------------------
 

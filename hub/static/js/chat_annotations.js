@@ -81,7 +81,8 @@ function suggestionNote(suggestion, q) {
 }
 
 // The form for question `q` on message `message`; `save(answer)` returns a promise (rejects with words).
-export function annotationForm({ q, message, answer, suggestion, save, close }) {
+// `askDraft(body)` (the real-time assistant's arm only): resolves with {id, draft} for a free-text answer.
+export function annotationForm({ q, message, answer, suggestion, save, close, askDraft }) {
   const opened = performance.now();
   const id = `annot-${message.id}-${q.id}`;
   const form = el("form", { class: "annot-form", id, "aria-label": `Annotate: ${q.question}` });
@@ -91,6 +92,7 @@ export function annotationForm({ q, message, answer, suggestion, save, close }) 
     const box = el("textarea", { name: "answer", rows: "2", maxlength: "5000", required: true, "aria-label": q.question });
     box.value = answer ? String(answer.value) : "";
     form.append(box);
+    if (askDraft) form.append(draftButton(box, form, () => askDraft({ purpose: "free_text", message_id: message.id, question_id: q.id })));
   } else {
     form.append(optionInputs(q, "answer", answer ? answer.value : undefined));
   }
@@ -128,6 +130,7 @@ export function annotationForm({ q, message, answer, suggestion, save, close }) 
     const payload = { question_id: q.id, value, handling_ms: Math.round(performance.now() - opened) };
     if (explanation) payload.explanation = explanation;
     if (suggestion && suggestion.id) payload.suggestion_id = suggestion.id;
+    if (form.dataset.draftId) payload.draft_id = Number(form.dataset.draftId);
     saveButton.disabled = true;
     status.textContent = "Saving…";
     try {
@@ -138,6 +141,28 @@ export function annotationForm({ q, message, answer, suggestion, save, close }) 
     }
   });
   return form;
+}
+
+// "Ask the assistant for a draft" (MILO's real-time assistant): the draft fills `box`, which stays editable; the
+// draft's id travels with the answer, so the hub can tell how much of it was kept.
+export function draftButton(box, form, ask) {
+  const status = el("span", { class: "draft-status", role: "status", "aria-live": "polite" });
+  const button = el("button", { type: "button", class: "plain ask-draft", text: "Ask the assistant for a draft" });
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    status.textContent = "Asking…";
+    try {
+      const answer = await ask();
+      box.value = answer.draft;
+      form.dataset.draftId = String(answer.id);
+      status.textContent = "Draft filled in: edit it as you see fit.";
+      box.focus();
+    } catch (error) {
+      status.textContent = `No draft: ${error.message}`;
+    }
+    button.disabled = false;
+  });
+  return el("p", { class: "draft-row" }, button, status);
 }
 
 // The row of icons under a turn: one button per question that applies to the turn's role.
