@@ -9,6 +9,7 @@ import sqlite3
 import tempfile
 import uuid
 from contextlib import closing
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from sqlmodel import Session
 
 from evaluation.dataset import load_dataset
 from hub import db, queue, settings, storage
+from hub.services.accounts import accounts
 from hub.services.accounts.accounts import create_token, create_user
 
 
@@ -78,10 +80,21 @@ def hub_env(tmp_path, monkeypatch):
 DATASET = "hub-open-v1"
 
 
+@lru_cache
+def _password_hash(password: str) -> str:
+    """One real argon2 hash per password per test session: hashing costs about 0.2 s of CPU (0.9 s wall under this
+    machine's load), and `people` made three for every test that uses it. Logins still verify against real hashes."""
+    return _ARGON2(password)
+
+
+_ARGON2 = accounts.hash_password
+
+
 @pytest.fixture
-def people(hub_env):
-    """Tokens of an owner, another researcher and an admin."""
-    with Session(hub_env) as session:
+def people(hub_env, monkeypatch):
+    """Tokens of an owner, another researcher and an admin (who share one password, so one hash)."""
+    with monkeypatch.context() as patched, Session(hub_env) as session:
+        patched.setattr(accounts, "hash_password", _password_hash)
         tokens = {}
         for role in ("owner", "other", "admin"):
             user = create_user(
