@@ -38,7 +38,8 @@ def _records(session: Session, study: Study, judge_id: int | None) -> dict[str, 
         select(ChatAnnotation, Chat)
         .join(ChatMessage, col(ChatMessage.id) == ChatAnnotation.message_id)
         .join(Chat, col(Chat.id) == ChatMessage.chat_id)
-        .where(Chat.study_id == study.id, col(ChatAnnotation.participant_id).is_not(None), col(Chat.arm).in_(ARMS))
+        # a participant's own conversations: the arm they were exposed to is the conversation's
+        .where(Chat.study_id == study.id, ChatAnnotation.participant_id == Chat.participant_id, col(Chat.arm).in_(ARMS))
         .order_by(col(ChatAnnotation.id))
     ).all()
     suggestions: dict[tuple[int, str], Any] = {}
@@ -117,6 +118,8 @@ def _row(key: str, label: str, effect: dict[str, Any], ratio: dict[str, float] |
         )
     if key == "agreement" and estimated:
         row["detail"] = "jackknife over participants: a conservative interval and test"
+    if key == "agreement" and not effect["annotations_treatment"] + effect["annotations_control"]:
+        row["note"] = "no turn has categorical answers of an unassisted participant and someone else yet"
     return row
 
 
