@@ -30,6 +30,7 @@ MAX_LABELS = {"likert": 11, "choice": 30, "multi": 30, "binary": 2}
 MAX_LABEL_CHARS = 200
 MAX_ID_CHARS = 60
 MAX_ANSWER_CHARS = 5_000
+MAX_NESTING = 20
 TOP_KEYS = ("questions", "edit_reason_required")
 QUESTION_KEYS = ("id", "kind", "question", "labels", "explanation", "applies_to")
 
@@ -61,6 +62,7 @@ def parse_schema(text: str, source_format: str = "yaml", *, name: str = "the sch
         raise SchemaError(f"format must be one of {', '.join(FORMATS)}", path=name)
     if len(text) > MAX_SCHEMA_CHARS:
         raise SchemaError(f"is {len(text):,} characters long; the limit is {MAX_SCHEMA_CHARS:,}", path=name)
+    _check_nesting(text, name)
     if source_format == "json":
         try:
             json.loads(text)
@@ -70,6 +72,20 @@ def parse_schema(text: str, source_format: str = "yaml", *, name: str = "the sch
     if node is None:
         raise SchemaError("is empty; it needs a list of questions", path=name, line=1)
     return _Validator(name).schema(node)
+
+
+def _check_nesting(text: str, name: str) -> None:
+    """Refuse brackets nested deeper than any schema needs (the parsers recurse: a deep nest would exhaust the
+    stack), naming the line where the limit is passed."""
+    depth = 0
+    for index, char in enumerate(text):
+        if char in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                line = text.count("\n", 0, index) + 1
+                raise SchemaError(f"brackets nested deeper than {MAX_NESTING} levels", path=name, line=line)
+        elif char in "]}":
+            depth = max(0, depth - 1)
 
 
 def parse_schema_object(data: object, *, name: str = "the schema") -> dict[str, Any]:

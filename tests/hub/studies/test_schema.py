@@ -76,6 +76,16 @@ def test_an_oversized_or_control_character_schema_is_refused():
         schema.parse_schema('questions:\n  - id: a\n    kind: text\n    question: "bell \\a"\n')
 
 
+def test_deeply_nested_brackets_are_refused_before_parsing():
+    for text, kind in [
+        ("questions: " + "[" * 5_000 + "]" * 5_000, "yaml"),
+        ('{"a":' * 5_000 + "1" + "}" * 5_000, "json"),
+    ]:
+        with pytest.raises(schema.SchemaError, match="nested deeper") as caught:
+            schema.parse_schema(text, kind)
+        assert caught.value.line == 1
+
+
 def test_answers_are_checked_against_their_question():
     questions = {q["id"]: q for q in schema.parse_schema(SCHEMA_YAML)["questions"]}
     assert schema.check_answer(questions["helpful"], 5, " why ", field="a") == (5, "why")
