@@ -107,6 +107,7 @@ def test_an_uploaded_set_is_scored_turn_by_turn_and_aggregated_by_role(hub_env, 
     assert len(turns) == sum(m["role"] in ("user", "assistant") for r in records for m in r["messages"])
 
 
+@pytest.mark.parametrize("hub_env", ["sqlite"], indirect=True)  # access rules, no database-specific statement
 def test_private_sets_are_for_their_owner_and_public_ones_wait_for_an_admin(hub_env, people):
     owner, other, admin = people["owner"], people["other"], people["admin"]
     with TestClient(create_app(embedded_worker=True)) as client:
