@@ -158,6 +158,16 @@ def _scored_rows(session: Session, dataset: Dataset, viewer: User | None) -> tup
     return rows, latest
 
 
+def _listed(session: Session, dataset: Dataset, viewer: User | None) -> tuple[list[dict[str, Any]], dict, tuple, tuple]:
+    """Who the leaderboard lists: the scored entries and every public system with human or IRT results but none
+    (empty score cells); with the latest scores, the pooled human results (listing.human_overall) and the IRT ones."""
+    rows, latest = _scored_rows(session, dataset, viewer)
+    pooled = listing.human_overall(session, dataset.name, viewer)
+    irt = leaderboard_cells(session, dataset.name)
+    rows += listing.result_only_rows(session, {*pooled[1], *irt[1]}, {row["system_id"] for row in rows})
+    return rows, latest, pooled, irt
+
+
 def leaderboard_rows(session: Session, dataset_name: str, viewer: User | None) -> list[dict[str, Any]]:
     """The leaderboard's entries with their automatic scores only (no human or IRT columns), in submission order:
     what the overview and the comparison page's system choices need."""
@@ -191,11 +201,7 @@ def leaderboard(
     if q is not None and (len(q) > MAX_NAME_FILTER or not q.isprintable()):
         raise BadRequest(f"q (name filter) must be at most {MAX_NAME_FILTER} printable characters", field="q")
     chosen = column_choice.parse_columns(columns)
-    rows, latest = _scored_rows(session, dataset, viewer)
-    pooled_column, pooled_cells, pairs = listing.human_overall(session, dataset.name, viewer)
-    irt_column, irt_cells = leaderboard_cells(session, dataset.name)
-    # every public system with any published result: automatic, human or IRT (empty cells where a kind is missing)
-    rows += listing.result_only_rows(session, {*pooled_cells, *irt_cells}, {row["system_id"] for row in rows})
+    rows, latest, (pooled_column, pooled_cells, pairs), (irt_column, irt_cells) = _listed(session, dataset, viewer)
     human_columns, human_cells = leaderboard_human(session, dataset.name, viewer, [row["system_id"] for row in rows])
     human_columns = [pooled_column, *human_columns] if pooled_column else human_columns
     rubric_columns, rubric_cells, judge_columns, judge_cells = judging.leaderboard_cells(
@@ -322,7 +328,7 @@ def overview(session: Session, viewer: User | None) -> dict[str, Any]:
 
     datasets, entries = [], []
     for dataset in list_datasets():
-        rows = leaderboard(session, dataset["name"], viewer)["rows"]
+        rows = _listed(session, installed_dataset(dataset["name"]), viewer)[0]
         datasets.append({**dataset, "entries": len(rows), "leaderboard_url": f"/leaderboards/{dataset['name']}"})
         entries.extend({**row, "dataset": dataset["name"]} for row in rows)
     scored = sorted((row for row in entries if row["submission_id"] is not None), key=lambda row: -row["submission_id"])
