@@ -12,6 +12,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from evaluation.assistance_effect import ARMS, assistance_effects, mean_interval
+from evaluation.errors import InvalidInputError
 from hub.models import AnnotationSuggestion, Chat, ChatAnnotation, ChatMessage, DraftRequest, Study, StudySchema
 from hub.services.studies.assistance import study_judge
 from hub.services.studies.assistance_prompts import SUGGESTED_KINDS
@@ -148,9 +149,12 @@ def assistance_report(session: Session, study: Study) -> dict[str, Any] | None:
     judge = study_judge(session, study)
     records = _records(session, study, judge.id if judge else None)
     conversations = records["conversations"] if settings.get("randomise") == "conversation" else None
-    report = assistance_effects(
-        **{k: v for k, v in records.items() if k != "conversations"}, conversations=conversations
-    )
+    fields = {k: v for k, v in records.items() if k != "conversations"}
+    try:
+        report = assistance_effects(**fields, conversations=conversations)
+    except InvalidInputError as exc:  # e.g. a participant's conversations in two arms under participant randomisation
+        report = assistance_effects(**{k: [] for k in fields})
+        report["problem"] = exc.message
     arms = []
     for arm in ("assisted", "realtime"):
         if arm not in (settings.get("arms") or []):
@@ -171,6 +175,7 @@ def assistance_report(session: Session, study: Study) -> dict[str, Any] | None:
         "randomise": settings.get("randomise", "participant"),
         "seed": settings.get("seed"),
         "design": report["design"],
+        "problem": report.get("problem"),
         "level": report["level"],
         "counts": _counts(records),
         "arms": arms,

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from evaluation.assistance_outcomes import kept_fraction
-from hub.models import Study, User
+from hub.models import Chat, ChatAnnotation, ChatMessage, Study, User
 from hub.services.accounts.accounts import create_token, create_user
 from hub.services.studies.assistance_report import assistance_report
 from hub.web.app import create_app
@@ -73,3 +73,24 @@ def test_too_few_participants_are_said_plainly_and_the_page_shows_the_report(hub
         session.add(study)
         session.commit()
         assert assistance_report(session, study) is None
+
+
+def test_a_participant_found_in_two_arms_is_reported_not_a_server_error(hub_env, admin):
+    study_id = seed_assistance_study(hub_env, admin[0], per_arm=2, turns=2, seed=5)
+    with Session(hub_env) as session:
+        chat = session.exec(select(Chat).where(Chat.study_id == study_id, Chat.arm == "assisted")).first()
+        chat.arm = "unassisted"  # this participant now has conversations in two arms
+        second = Chat(study_id=study_id, system_id=chat.system_id, participant_id=chat.participant_id, arm="assisted")
+        session.add_all([chat, second])
+        session.flush()
+        message = ChatMessage(chat_id=second.id, role="assistant", content="Hi")
+        session.add(message)
+        session.flush()
+        session.add(ChatAnnotation(message_id=message.id, participant_id=chat.participant_id, question_id="safe",
+                                   schema_version=1, value=True, handling_ms=900))  # fmt: skip
+        session.commit()
+        report = assistance_report(session, session.get(Study, study_id))
+    assert report["problem"] == (
+        "a randomised unit has annotations in two arms (randomised by conversation? pair them)"
+    )
+    assert all(not row["estimated"] for arm in report["arms"] for row in arm["rows"])
