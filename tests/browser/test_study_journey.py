@@ -75,7 +75,10 @@ def site(tmp_path_factory):
         check=True,
         capture_output=True,
     )
-    with LocalChatServer(responder=responder, expected_key=SECRET) as endpoint, serving(env, log=data / "serve.log") as url:
+    with (
+        LocalChatServer(responder=responder, expected_key=SECRET) as endpoint,
+        serving(env, log=data / "serve.log") as url,
+    ):
         yield url, endpoint
 
 
@@ -90,7 +93,9 @@ def _create_study(admin, url: str, endpoint_url: str) -> str:
     admin.goto(f"{url}/admin/studies")
     form = admin.locator("form[action='/admin/studies']")
     form.locator("input[name=title]").fill("Helpfulness of two bots")
-    form.locator("textarea[name=instructions]").fill("Chat about anything; rate each reply; fix replies that are wrong.")
+    form.locator("textarea[name=instructions]").fill(
+        "Chat about anything; rate each reply; fix replies that are wrong."
+    )
     form.locator("input[name=s0_label]").fill("Local vision bot")
     form.locator("input[name=s0_base_url]").fill(endpoint_url)
     form.locator("input[name=s0_model]").fill("local-vision")
@@ -147,10 +152,17 @@ def test_a_participant_chats_annotates_edits_goes_back_and_sends_an_image(browse
     assert page.locator("li.turn").count() == 2
     assert endpoint.counts["/v1/chat/completions"] >= 1
 
-    # 2. Annotate the reply: the Likert icon opens its form, keyboard picks a point, Save marks the icon answered.
+    # 2. Annotate the reply by keyboard: "a" opens the last turn's first question, Esc closes it back to its icon,
+    # Enter opens it again; a point and a reason, and Save marks the icon answered.
     reply = page.locator("li.turn-assistant").last
-    reply.locator(".annot-icon[data-question=helpful]").click()
+    page.locator("#chat-title").click()
+    page.keyboard.press("a")
     panel = reply.locator("form.annot-form")
+    expect(panel).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(panel).to_have_count(0)
+    expect(reply.locator(".annot-icon[data-question=helpful]")).to_be_focused()
+    page.keyboard.press("Enter")
     panel.locator("input[type=radio]").nth(3).check()
     panel.locator("textarea[name=explanation]").fill("Right answer, a bit wordy.")
     panel.locator("button[type=submit]").click()
@@ -203,7 +215,7 @@ def test_a_participant_chats_annotates_edits_goes_back_and_sends_an_image(browse
     _send(page, "What is in this picture?")
     page.wait_for_selector("li.turn-assistant >> text=I see 1 PNG image(s) with your words: What is in this picture?")
     sent = page.locator("li.turn-user .turn-images img").last
-    assert page.evaluate("(img) => img.complete && img.naturalWidth === 8", sent.element_handle())
+    assert sent.evaluate("(img) => img.decode().then(() => img.naturalWidth)") == 8  # served back to its sender
     _shot(page, "chat")
 
     # 6. The endpoint stalls mid-reply past the system's 2 s time-out: said in words, and Retry gets the reply.

@@ -139,7 +139,7 @@ function imageList(message) {
   if (!message.images || !message.images.length) return null;
   const list = el("div", { class: "turn-images" });
   for (const ref of message.images) {
-    list.append(el("img", { src: config.images_url + encodeURIComponent(ref.key), alt: "An image you sent", loading: "lazy" }));
+    list.append(el("img", { src: config.images_url + encodeURIComponent(ref.key), alt: "An image you sent" }));
   }
   return list;
 }
