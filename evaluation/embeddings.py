@@ -9,6 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from evaluation.errors import ConfigurationError, InvalidInputError, NotFoundError
+from evaluation.native_vectors import read_native
 from evaluation.settings import get_settings
 
 WORD2VEC_BINARY = (".bin", ".bin.gz")
@@ -19,7 +20,7 @@ WORD2VEC_TEXT = (".txt", ".txt.gz", ".vec", ".vec.gz")
 class WordVectors:
     """Loaded vectors and the checksum that identifies them in metric signatures."""
 
-    keyed_vectors: object  # gensim.models.KeyedVectors (imported lazily: gensim is slow to import)
+    keyed_vectors: object  # gensim's KeyedVectors, or native_vectors.StoredKeyedVectors (same attributes) for its files
     sha256: str
     path: Path
 
@@ -64,16 +65,20 @@ def checksum(path: Path) -> str:
     return value
 
 
-def _load_keyed_vectors(path: Path):
+def _load_keyed_vectors(path: Path, *, with_gensim: bool = False):
+    name = path.name.lower()
+    native = not name.endswith(WORD2VEC_BINARY + WORD2VEC_TEXT)
+    if native and not with_gensim:
+        # gensim's native format, read without importing gensim where it can be (native_vectors.py), the vectors
+        # memory-mapped so processes share one copy in the page cache.
+        stored = read_native(path)
+        if stored is not None:
+            return stored
     from gensim.models import KeyedVectors
 
-    name = path.name.lower()
-    if name.endswith(WORD2VEC_BINARY):
-        return KeyedVectors.load_word2vec_format(str(path), binary=True)
-    if name.endswith(WORD2VEC_TEXT):
-        return KeyedVectors.load_word2vec_format(str(path), binary=False)
-    # gensim's native format: memory-map the vectors so processes share one copy in the page cache.
-    return KeyedVectors.load(str(path), mmap="r")
+    if native:
+        return KeyedVectors.load(str(path), mmap="r")
+    return KeyedVectors.load_word2vec_format(str(path), binary=name.endswith(WORD2VEC_BINARY))
 
 
 def load_vectors(path: str | Path) -> WordVectors:
@@ -106,9 +111,11 @@ def convert(source: Path, target: Path) -> WordVectors:
     which `load_vectors` memory-maps instead of copying into each process."""
     if target.exists():
         raise InvalidInputError("target already exists", path=target)
-    vectors = load_vectors(source)
+    keyed_vectors = load_vectors(source).keyed_vectors
+    if not hasattr(keyed_vectors, "save"):  # a native file read without gensim: gensim writes the copy
+        keyed_vectors = _load_keyed_vectors(source, with_gensim=True)
     target.parent.mkdir(parents=True, exist_ok=True)
-    vectors.keyed_vectors.save(str(target), separately=["vectors"])  # type: ignore[attr-defined]
+    keyed_vectors.save(str(target), separately=["vectors"])  # type: ignore[attr-defined]
     return load_vectors(target)
 
 
