@@ -47,6 +47,10 @@ Fields per kind (timestamps are ISO 8601):
   and per prompt (discrimination, standard error of its logarithm, judgements, rank, 1 = most discriminating).
   Every row carries fit_id, dataset, fitted_at and the fit's method signature; `chateval irt fit --ratings
   ratings.jsonl --dataset NAME --anchor ID` refits every one of them exactly from the `ratings` download.
+- `studies`, `study_conversations`, `study_annotations`: interactive studies an admin closed and published, their
+  participants' conversations (one row per conversation: its messages as a tree in the chat-messages shape, with
+  post-edits, branches and their outcomes, reversals) and their per-turn answers; participants appear only as salted
+  hashes. Fields in hub/services/studies/data_rows.py.
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ from hub.services.human import ratings_rows
 from hub.services.platform.datasets import installed_dataset
 from hub.services.publishing import row_formats
 from hub.services.statistics import irt_rows
+from hub.services.studies import data_rows as study_rows
 from hub.services.submissions.results import RESULT_STATUSES, finite, read_responses
 from hub.services.submissions.submissions import can_view
 from hub.storage import Storage
@@ -108,6 +113,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "responses": ("submission_id", "system_id", "dataset", "dataset_fingerprint", "prompt_id", "response"),
     "ratings": ratings_rows.FIELDS,
     **irt_rows.FIELDS,
+    **study_rows.TABLES,
 }
 MEDIA_TYPES = {"jsonl": "application/x-ndjson; charset=utf-8", "csv": "text/csv; charset=utf-8"}
 BATCH = row_formats.BATCH  # rows fetched from the database and written to the client at a time
@@ -258,6 +264,7 @@ ROWS: dict[str, Callable[[Session, Storage], Iterator[Row]]] = {
     "responses": _responses,
     "ratings": lambda session, _storage: ratings_rows.ratings_rows(session),
     **{kind: (lambda session, _storage, kind=kind: irt_rows.irt_rows(session, kind)) for kind in irt_rows.FIELDS},
+    **{kind: study_rows.published_rows(kind) for kind in study_rows.TABLES},
 }
 
 

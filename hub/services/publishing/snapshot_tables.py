@@ -1,9 +1,9 @@
 """The tables of a published snapshot: what each holds, its columns' SQLite types, and where its rows come from.
 
-The downloads' tables (`exports.ROWS`: systems, submissions, scores, responses, ratings, IRT fits); where the
-judging tables exist, the public judge judgements, rubric grades and the judges behind them; and the closed,
-published interactive studies with their conversations and annotations (hub/services/studies/downloads.py).
-Every source reads through one session and yields rows in a fixed order (by id), so the same data gives the same rows.
+The downloads' tables (`exports.ROWS`: systems, submissions, scores, responses, ratings, IRT fits, and the closed,
+published interactive studies with their conversations and annotations) and, where the judging tables exist, the
+public judge judgements, rubric grades and the judges behind them. Every source reads through one session and
+yields rows in a fixed order (by id), so the same data gives the same rows.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from sqlalchemy import inspect as sa_inspect
 from sqlmodel import Session, col, select
 
 from hub.services.publishing import exports
-from hub.services.studies import downloads as study_downloads
+from hub.services.studies import data_rows as study_rows
 from hub.services.submissions.results import RESULT_STATUSES, finite
 from hub.services.submissions.submissions import can_view
 from hub.storage import Storage
@@ -36,7 +36,7 @@ DESCRIPTIONS = {
     "judges": "The LLM judges behind published judge judgements and rubric grades (never their endpoints or keys).",
     "judge_judgements": "Pairwise verdicts of LLM judges between public systems, both orders asked.",
     "rubric_grades": "Rubric grades of public submissions' responses by LLM judges, with per-criterion grades.",
-    **study_downloads.DESCRIPTIONS,
+    **study_rows.DESCRIPTIONS,
 }
 
 INTEGER = frozenset(
@@ -261,6 +261,4 @@ def tables(session: Session) -> list[Table]:
             Table("judge_judgements", JUDGEMENT_FIELDS, _judge_judgements),
             Table("rubric_grades", GRADE_FIELDS, _rubric_grades),
         ]
-    if inspector.has_table("study"):
-        found += [Table(n, fields, study_downloads.published_rows(n)) for n, fields in study_downloads.TABLES.items()]
     return found

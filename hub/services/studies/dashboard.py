@@ -28,6 +28,7 @@ from evaluation.chat_study_stats import (
 from evaluation.label_agreement import Level, label_agreement
 from hub.models import User
 from hub.services.studies import records as study_records
+from hub.services.studies.assistance_report import assistance_report
 from hub.services.studies.records import StudyRecords, answer_label
 
 LEVELS: dict[str, Level] = {"binary": "nominal", "choice": "nominal", "likert": "ordinal", "multi": "set"}
@@ -165,15 +166,6 @@ def _edits_and_reversals(data: StudyRecords) -> tuple[list[dict[str, Any]], list
     return edits, summaries, [dataclasses.asdict(r) for r in found]
 
 
-def _assistance_report(session: Session, data: StudyRecords) -> dict[str, Any] | None:
-    """The assistance section (MILO): engineer "milo"'s report, included once that module has landed."""
-    try:
-        from hub.services.studies.assistance_report import assistance_report
-    except ImportError:
-        return None
-    return assistance_report(session, data.study)
-
-
 def dashboard(session: Session, viewer: User | None, study_id: int) -> dict[str, Any]:
     """The dashboard of a study an admin (any study) or anyone (a published one: participants' rows only) may read."""
     study = study_records.readable_study(session, viewer, study_id)
@@ -224,5 +216,5 @@ def dashboard(session: Session, viewer: User | None, study_id: int) -> dict[str,
         )
         if found
         else None,
-        "assistance": _assistance_report(session, data),
+        "assistance": assistance_report(session, study),  # engineer "milo"'s section (MILO's effects)
     }

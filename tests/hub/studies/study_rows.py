@@ -157,6 +157,14 @@ def seed_study(engine, admin: User, *, status: str = "closed", public: bool = Tr
         answer(one, "u1", "topic", "Facts")
         answer(None, "a12", "helpful", 1)  # the admin's own answer on the test chat
         study.status, study.public = status, public
+        # Participants were randomised by participant into the assisted and unassisted arms (MILO's pre-annotation).
+        study.assistance = {
+            "mode": "pre_annotation",
+            "judge_id": judge.id,
+            "randomise": "participant",
+            "arms": ["unassisted", "assisted"],
+            "seed": 7,
+        }
         session.add(study)
         session.commit()
         return Seeded(

@@ -84,6 +84,10 @@ def test_the_dashboard_figures_of_the_seeded_study(hub_env, admin_user, people, 
     assert (reversal_a["count"], reversal_a["by_turn"], reversal_a["by_abandoned"]) == (1, {"1": 1}, {"2": 1})
     assert reversal_b["count"] == 0 and view["reversal_chart"]["labels"] == ["turn 1"]
     assert view["edit_chart"]["values"] == pytest.approx([1 / 3, 0.0])
+    # The study randomised participants into assisted and unassisted arms: milo's assistance report is included.
+    assert view["assistance"] is not None
+    page = client.get(f"/studies/{seeded.study_id}/dashboard", headers=auth(people["admin"]))
+    assert page.status_code == 200 and 'id="assistance-report"' in page.text
 
 
 def test_a_published_dashboard_shows_participants_rows_to_anyone(hub_env, admin_user, client):

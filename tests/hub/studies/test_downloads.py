@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from hub.models import Study
-from hub.services.studies import downloads
+from hub.services.studies import data_rows
 from hub.web.app import create_app
 from tests.hub.conftest import auth
 from tests.hub.snapshots import helpers as snapshot_helpers
@@ -53,7 +53,7 @@ def test_conversations_download_round_trips_the_tree(hub_env, admin_user, people
     header, rows = _jsonl(
         client.get(f"/api/studies/{seeded.study_id}/conversations.jsonl", headers=auth(people["admin"]))
     )
-    assert header == {"schema_version": 1, "kind": "study_conversations", "fields": list(downloads.CONVERSATION_FIELDS)}
+    assert header == {"schema_version": 1, "kind": "study_conversations", "fields": list(data_rows.CONVERSATION_FIELDS)}
     assert [r["conversation_id"] for r in rows] == list(seeded.chats)  # an admin gets the test chat as well
     first = rows[0]
     m = seeded.m
@@ -110,7 +110,7 @@ def test_annotations_csv_holds_ids_and_public_hashes_never_private_ids(hub_env, 
     seeded = seed_study(hub_env, admin_user)
     response = client.get(f"/api/studies/{seeded.study_id}/annotations.csv", headers=auth(people["admin"]))
     fields, rows = _csv(response)
-    assert tuple(fields) == downloads.ANNOTATION_FIELDS
+    assert tuple(fields) == data_rows.ANNOTATION_FIELDS
     assert len(rows) == 16  # 2 x 2 answers on three turns, problems, note, topic, and the admin's own
     for private in PRIVATE_EXTERNAL_IDS:
         assert private not in response.text
@@ -161,6 +161,15 @@ def test_a_published_study_gives_anyone_the_participants_rows_only(hub_env, admi
     assert all(m["error"] is None for r in rows for m in r["messages"])
     _, annotations = _csv(client.get(f"/api/studies/{seeded.study_id}/annotations.csv"))
     assert len(annotations) == 15 and "" not in {r["participant"] for r in annotations}
+    # The hub's bulk downloads hold every published study, and nothing of an unpublished one.
+    hidden = seed_study(hub_env, admin_user, status="closed", public=False, tag="-hidden")
+    _, everything = _jsonl(client.get("/api/downloads/study_conversations.jsonl"))
+    assert [(r["study_id"], r["conversation_id"]) for r in everything] == [
+        (seeded.study_id, c) for c in seeded.chats[:2]
+    ]
+    _, studies = _jsonl(client.get("/api/downloads/studies.jsonl"))
+    assert [s["id"] for s in studies] == [seeded.study_id] and hidden.study_id != seeded.study_id
+    assert all("base_url" not in system and "system_prompt" not in system for system in studies[0]["systems"])
 
 
 def test_snapshots_hold_published_studies_only_and_stay_byte_identical(hub_env, admin_user, tmp_path, run_cli):
