@@ -161,6 +161,11 @@ function turnItem(m, onActive) {
   }
   li.append(el("div", { class: "content", text: m.content }));
   li.append(imageList(m) || "");
+  if (m.status === "streaming") {
+    li.classList.add("streaming");
+    li.append(el("p", { class: "muted", text: "This reply is still arriving (in another tab?); reload the page in a moment." }));
+    return li;
+  }
   if (m.edit_of_id && state.byId.has(m.edit_of_id)) {
     const original = state.byId.get(m.edit_of_id);
     const details = el("details", { class: "original" }, el("summary", { text: "The system's original reply" }));
