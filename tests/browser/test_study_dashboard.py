@@ -54,7 +54,8 @@ def test_the_dashboard_draws_its_charts_and_tables(browser, dashboard_site):
     assert page.locator("#agreement-helpful").inner_text().startswith("Agreement between participants on 3 turns")
     assert "Bot A" in page.locator("#edit-table").inner_text() and "33.3%" in page.locator("#edit-table").inner_text()
     assert "turn 1: 1" in page.locator("#reversal-table").inner_text()
-    _shot(page, "admin", "#question-helpful", "#question-problems", "#edit-table")
+    assert page.locator("#assistance-report").is_visible()  # milo's section, included
+    _shot(page, "admin", "#question-helpful", "#question-problems", "#edit-table", "#assistance-report")
     assert problems == []
     anonymous = browser.new_context(viewport={"width": 420, "height": 900}).new_page()  # a phone-sized window
     anonymous.goto(f"{url}/studies/{seeded.study_id}/dashboard")

@@ -73,8 +73,13 @@ def seed_study(engine, admin: User, *, status: str = "closed", public: bool = Tr
             session.flush()
             participants.append(participant.id)
             hashes.append(rater.public_hash)
-        chat1 = Chat(study_id=study.id, system_id=system_a, participant_id=participants[0], created_at=_at(0))
-        chat2 = Chat(study_id=study.id, system_id=system_b, participant_id=participants[1], created_at=_at(1))
+        # A conversation carries its participant's arm (copied when it starts, as the chat service does).
+        chat1 = Chat(
+            study_id=study.id, system_id=system_a, participant_id=participants[0], arm="assisted", created_at=_at(0)
+        )
+        chat2 = Chat(
+            study_id=study.id, system_id=system_b, participant_id=participants[1], arm="unassisted", created_at=_at(1)
+        )
         chat3 = Chat(study_id=study.id, system_id=system_a, created_by_id=admin.id, created_at=_at(2))
         session.add_all([chat1, chat2, chat3])
         session.flush()
