@@ -10,9 +10,9 @@ from sqlmodel import Session
 from evaluation.chat_edits import changed_spans
 from hub.errors import Conflict, NotFound, UnprocessableInput
 from hub.models import ChatBranch, ChatMessage, ChatRevert, Study
-from hub.services.studies import studies
+from hub.services.studies import assistance, studies
 from hub.services.studies.chats import active_path, chat_for, message_of, move_leaf, open_branch
-from hub.services.studies.participants import Viewer
+from hub.services.studies.participants import Viewer, participant_for
 from hub.services.studies.turns import checked_content
 
 MAX_REASON_CHARS = 5_000
@@ -69,6 +69,12 @@ def edit(session: Session, viewer: Viewer, chat_id: int, message_id: int, form: 
     spans = changed_spans(original.content, content)
     if not spans:
         raise UnprocessableInput("the edit changes no word of the reply", field="content")
+    if form.draft_id is not None:  # MILO's real-time arm: how much of the judge's draft the edit kept
+        participant = participant_for(session, viewer, chat.study_id)
+        participant_id = participant.id if participant else None
+        assistance.record_final_text(
+            session, chat, original.id or 0, participant_id, form.draft_id, content, field="draft_id"
+        )
     _close_branch(session, chat, "edit", reason)
     edited = ChatMessage(
         chat_id=chat.id or 0,

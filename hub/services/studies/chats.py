@@ -20,7 +20,7 @@ from hub.models import (
     StudySystem,
 )
 from hub.models.common import utcnow
-from hub.services.studies import arms, studies
+from hub.services.studies import arms, assistance, studies
 from hub.services.studies import schema as schemas
 from hub.services.studies.participants import Viewer, participant_for, readable_chat
 from hub.services.studies.studies import system_json
@@ -287,6 +287,13 @@ def annotate(
                 raise UnprocessableInput("no such suggestion for this question", field=f"{field}.suggestion_id")
         checked.append((answer, value, explanation))
     participant_id = participant.id if participant else None
+    for index, (answer, value, explanation) in enumerate(checked):
+        if answer.draft_id is not None:  # MILO's real-time arm: how much of the judge's draft the answer kept
+            final = value if questions[answer.question_id]["kind"] == "text" else (explanation or "")
+            field = f"answers[{index}].draft_id"
+            assistance.record_final_text(
+                session, chat, message.id or 0, participant_id, answer.draft_id, final, field=field
+            )
     stored = []
     for answer, value, explanation in checked:
         row = session.exec(
