@@ -1,8 +1,11 @@
 // The chat page of an interactive study: the active branch of the conversation, the system's reply streaming in,
 // annotation icons under each turn, post-editing the latest reply, going back to an earlier turn, the tree of all
 // branches, images for vision systems and, where the browser offers them, speech input and output.
-import { ApiError, getJson, postForm, postJson, postStream, putJson, setCsrfToken } from "./chat_api.js";
+import { ApiError, getJson, postJson, postStream, putJson, setCsrfToken } from "./chat_api.js";
 import { annotationForm, annotationIcons, draftButton } from "./chat_annotations.js";
+import { el } from "./chat_dom.js";
+import { setUpImages } from "./chat_images.js";
+import { closePanel, openPanel, reasonField, wireForm } from "./chat_panels.js";
 import { branchNumbering, branchWords, pathTo, renderTree } from "./chat_tree.js";
 import { setUpSpeech } from "./chat_speech.js";
 
@@ -16,23 +19,9 @@ const sendButton = $("send");
 const statusLine = $("chat-status");
 const failureBox = $("chat-failure");
 const banner = $("view-banner");
-const MAX_IMAGES = config.max_images || 4;
 
 const state = { data: null, byId: new Map(), answers: new Map(), suggestions: new Map(), viewLeaf: null, busy: false };
-let pendingImages = []; // {id|null, file, node}
 let speech = { speak: () => {} };
-
-function el(tag, attrs, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === false || v === null || v === undefined) continue;
-    if (k === "class") node.className = v;
-    else if (k === "text") node.textContent = v;
-    else node.setAttribute(k, v === true ? "" : v);
-  }
-  for (const child of children) if (child) node.append(child);
-  return node;
-}
 
 function announce(words) {
   statusLine.textContent = words;
@@ -206,33 +195,6 @@ function turnItem(m, onActive) {
 
 // ---- per-turn forms ---------------------------------------------------------------------------------------------
 
-function openPanel(li, panel, opener) {
-  const old = li.querySelector(".turn-panel");
-  if (old) {
-    const was = old.dataset.opener;
-    old.remove();
-    li.querySelectorAll("[aria-expanded=true]").forEach((b) => b.setAttribute("aria-expanded", "false"));
-    if (was === opener.dataset.panelKey) {
-      opener.focus();
-      return false;
-    }
-  }
-  panel.classList.add("turn-panel");
-  panel.dataset.opener = opener.dataset.panelKey;
-  li.append(panel);
-  opener.setAttribute("aria-expanded", "true");
-  const first = panel.querySelector("input, textarea, select, button");
-  if (first) first.focus();
-  return true;
-}
-
-function closePanel(li, opener) {
-  const panel = li.querySelector(".turn-panel");
-  if (panel) panel.remove();
-  opener.setAttribute("aria-expanded", "false");
-  opener.focus();
-}
-
 function toggleAnnotation(li, m, q, button) {
   button.dataset.panelKey = `q:${q.id}`;
   const key = `${m.id}:${q.id}`;
@@ -254,41 +216,6 @@ function toggleAnnotation(li, m, q, button) {
     },
   });
   openPanel(li, form, button);
-}
-
-function reasonField(label, required) {
-  const box = el("textarea", { name: "reason", rows: "2", maxlength: "2000", required });
-  return [el("label", { class: "reason" }, document.createTextNode(`${label}${required ? " (required)" : " (optional)"}`), box), box];
-}
-
-function formButtons(submitWords, onCancel) {
-  const status = el("span", { class: "form-status", role: "status", "aria-live": "polite" });
-  const submit = el("button", { type: "submit", class: "primary", text: submitWords });
-  const cancel = el("button", { type: "button", class: "plain", text: "Cancel" });
-  cancel.addEventListener("click", onCancel);
-  return [el("p", { class: "form-actions" }, submit, cancel, status), submit, status];
-}
-
-function wireForm(form, li, opener, action) {
-  form.addEventListener("keydown", (event) => {
-    if (event.key === "Escape") {
-      event.preventDefault();
-      closePanel(li, opener);
-    }
-  });
-  const [row, submit, status] = formButtons(form.dataset.submit, () => closePanel(li, opener));
-  form.append(row);
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    submit.disabled = true;
-    status.textContent = "Saving…";
-    try {
-      await action();
-    } catch (error) {
-      status.textContent = `Not saved: ${error.message}`;
-      submit.disabled = false;
-    }
-  });
 }
 
 function openEdit(li, m, opener) {
@@ -405,19 +332,19 @@ async function streamReply(url, body, onRefused) {
 async function send() {
   const text = input.value.trim();
   if (!text || state.busy) return;
-  if (pendingImages.some((p) => !p.id)) {
+  if (images.pending().some((p) => !p.id)) {
     announce("Wait for the images to finish uploading, or remove the ones that failed.");
     return;
   }
-  const images = pendingImages.map((p) => p.id);
+  const ids = images.pending().map((p) => p.id);
   input.value = "";
   const shown = el("li", { class: "turn turn-user pending" }, el("span", { class: "role", text: "You" }), el("div", { class: "content", text }));
   turnsList.append(shown);
-  const kept = pendingImages;
-  clearImages();
-  await streamReply(config.messages_url, { content: text, images }, (refusal) => {
+  const kept = images.pending();
+  images.clear();
+  await streamReply(config.messages_url, { content: text, images: ids }, (refusal) => {
     input.value = text; // refused (e.g. an image the system cannot take): nothing was sent, the text stays
-    kept.forEach((p) => addPreview(p.file, p.id));
+    images.restore(kept);
     showFailure(`Not sent: ${refusal.message}`);
   });
 }
@@ -435,61 +362,9 @@ input.addEventListener("keydown", (event) => {
 
 // ---- images -------------------------------------------------------------------------------------------------------
 
-const previews = $("image-previews");
-
-function clearImages() {
-  pendingImages = [];
-  previews.replaceChildren();
-}
-
-function addPreview(file, knownId) {
-  const item = { id: knownId || null, file, node: el("li", { class: "preview" }) };
-  const img = el("img", { alt: `Preview of ${file.name}` });
-  const reader = new FileReader();
-  reader.addEventListener("load", () => img.setAttribute("src", reader.result));
-  reader.readAsDataURL(file);
-  const note = el("span", { class: "preview-status", text: knownId ? "ready" : "uploading…" });
-  const remove = el("button", { type: "button", class: "plain", text: "Remove", "aria-label": `Remove ${file.name}` });
-  remove.addEventListener("click", () => {
-    pendingImages = pendingImages.filter((p) => p !== item);
-    item.node.remove();
-    input.focus();
-  });
-  item.node.append(img, el("span", { class: "preview-name", text: file.name }), note, remove);
-  previews.append(item.node);
-  pendingImages.push(item);
-  if (knownId) return;
-  const form = new FormData();
-  form.append("image", file, file.name);
-  postForm(config.upload_url, form).then(
-    (answer) => {
-      item.id = answer.id;
-      note.textContent = "ready";
-    },
-    (error) => {
-      img.remove(); // not an image the hub takes: its preview would be a broken picture
-      note.textContent = `Refused: ${error.message.replace(/^image: /, "")}`;
-      note.classList.add("error");
-      pendingImages = pendingImages.filter((p) => p !== item);
-    },
-  );
-}
-
-if (config.vision) {
-  const picker = $("image-input");
-  $("attach").hidden = false;
-  $("attach").addEventListener("click", () => picker.click());
-  picker.addEventListener("change", () => {
-    for (const file of Array.from(picker.files || [])) {
-      if (pendingImages.length >= MAX_IMAGES) {
-        announce(`At most ${MAX_IMAGES} images per message.`);
-        break;
-      }
-      addPreview(file);
-    }
-    picker.value = "";
-  });
-}
+const images = config.vision
+  ? setUpImages({ config, previews: $("image-previews"), picker: $("image-input"), attach: $("attach"), input, announce })
+  : { pending: () => [], clear: () => {}, restore: () => {} };
 
 // ---- finishing ----------------------------------------------------------------------------------------------------
 

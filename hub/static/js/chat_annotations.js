@@ -2,6 +2,7 @@
 // multi-select and free text, each with an optional or required explanation; the judge's suggestion when the study
 // shows one. Values sent: binary true/false (labels[0] = false, labels[1] = true: "No", "Yes" by default), Likert the
 // point 1..n, choice the option, multi a list of options, text a string.
+import { el } from "./chat_dom.js";
 
 const GLYPHS = { binary: "◐", likert: "★", choice: "◉", multi: "☑", text: "✎" };
 const KIND_WORDS = {
@@ -29,18 +30,6 @@ export function answerWords(q, answer) {
   if (q.kind === "likert") return `${v} · ${q.labels[v - 1] || ""}`;
   if (q.kind === "multi") return (v || []).join(", ") || "none";
   return String(v);
-}
-
-function el(tag, attrs, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === false || v === null || v === undefined) continue;
-    if (k === "class") node.className = v;
-    else if (k === "text") node.textContent = v;
-    else node.setAttribute(k, v === true ? "" : v);
-  }
-  for (const child of children) if (child) node.append(child);
-  return node;
 }
 
 function optionInputs(q, name, current) {

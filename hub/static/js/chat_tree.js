@@ -1,18 +1,7 @@
 // The conversation tree: every message nested under its parent (post-edits and reversals make siblings), and the
 // list of branches (the active one and those closed by an edit or a reversal), each viewable and markable as
 // successful or not.
-
-function el(tag, attrs, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs || {})) {
-    if (v === false || v === null || v === undefined) continue;
-    if (k === "class") node.className = v;
-    else if (k === "text") node.textContent = v;
-    else node.setAttribute(k, v === true ? "" : v);
-  }
-  for (const child of children) if (child) node.append(child);
-  return node;
-}
+import { el } from "./chat_dom.js";
 
 // Messages from the root to `leafId`.
 export function pathTo(byId, leafId) {
