@@ -68,6 +68,10 @@ function finished() {
   return !!(state.data && state.data.conversation && state.data.conversation.status === "finished");
 }
 
+function studyClosed() {
+  return config.study_status !== "open" && !config.admin;
+}
+
 function latestReply() {
   const leaf = state.byId.get(currentLeaf());
   return leaf && leaf.role === "assistant" && leaf.status === "ok" ? leaf : null;
@@ -93,11 +97,13 @@ function render() {
     onOutcome: markOutcome,
   });
   const leaf = state.byId.get(currentLeaf());
-  const blocked = !onActive || state.busy || finished() || (leaf && leaf.status === "error");
+  const blocked = !onActive || state.busy || finished() || studyClosed() || (leaf && leaf.status === "error");
   input.disabled = sendButton.disabled = !!blocked;
-  $("finish-chat").hidden = finished();
+  $("finish-chat").hidden = finished() || studyClosed();
   $("composer-note").textContent = finished()
     ? "This conversation is finished: you can still read it and answer the questions about its turns."
+    : studyClosed()
+    ? `The study is ${config.study_status}: you can read this conversation and answer its questions, not continue it.`
     : !onActive
     ? "You are looking at another branch; go back to the active one to write."
     : leaf && leaf.status === "error"
@@ -172,13 +178,13 @@ function turnItem(m, onActive) {
     }),
   );
   const actions = el("div", { class: "turn-actions" });
-  const latest = finished() ? null : latestReply();
+  const latest = finished() || studyClosed() ? null : latestReply();
   if (onActive && latest && latest.id === m.id) {
     const edit = el("button", { type: "button", class: "plain edit-reply", text: "✎ Edit reply", "aria-label": "Edit the system's latest reply" });
     edit.addEventListener("click", () => openEdit(li, m, edit));
     actions.append(edit);
   }
-  if (onActive && !finished() && m.role === "assistant" && m.status === "ok" && m.id !== currentLeaf()) {
+  if (onActive && !finished() && !studyClosed() && m.role === "assistant" && m.status === "ok" && m.id !== currentLeaf()) {
     const back = el("button", {
       type: "button",
       class: "plain go-back",

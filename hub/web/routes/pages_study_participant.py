@@ -93,7 +93,9 @@ async def start_conversation(
     return RedirectResponse(f"/studies/{study_id}/conversations/{chat.id}", status_code=303)
 
 
-def chat_config(request: Request, study: Study, system: StudySystem, chat: Chat, schema: dict[str, Any]) -> dict:
+def chat_config(
+    request: Request, study: Study, system: StudySystem, chat: Chat, schema: dict[str, Any], *, admin: bool
+) -> dict:
     """What chat.js needs to start: where the API is, the questions to ask, the system's label and abilities."""
     base = f"/api/conversations/{chat.id}"
     return {
@@ -111,6 +113,8 @@ def chat_config(request: Request, study: Study, system: StudySystem, chat: Chat,
         "vision": system.vision,
         "max_images": images.MAX_IMAGES_PER_MESSAGE,
         "csrf_token": csrf_token(request),
+        "study_status": study.status,
+        "admin": admin,
     }
 
 
@@ -131,7 +135,7 @@ def chat_page(request: Request, study_id: DatabaseId, chat_id: DatabaseId, sessi
         "study": study,
         "system": system,
         "chat": chat,
-        "config": chat_config(request, study, system, chat, schema),
+        "config": chat_config(request, study, system, chat, schema, admin=viewer.is_admin),
         "max_image_mb": images.MAX_IMAGE_BYTES // (1024 * 1024),
     }
     return page(request, "studies/chat.html", viewer.user, context)
