@@ -1,7 +1,7 @@
 """End to end through the conversation API (A's services, the real local endpoint server): a participant chats,
 annotates, post-edits and goes back; the admin's downloads, reference dataset and dashboard then hold exactly that:
 the tree with the edit and the reversal, the answers under the participant's public hash (never the invite token),
-the edit as a reference whose context runs through the conversation so far."""
+the edit as a reference whose context runs through the conversation so far. On SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -9,12 +9,19 @@ import csv
 import io
 import json
 
+import pytest
 from fastapi.testclient import TestClient
 
 from evaluation.llm.server import LocalChatServer
 from hub.web.app import create_app
-from tests.hub.conftest import auth
+from tests.hub.conftest import auth, migrated_hub
 from tests.hub.studies.helpers import join, study_body
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def hub_env(request, tmp_path, monkeypatch):
+    url = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
+    yield from migrated_hub(tmp_path, monkeypatch, url)
 
 
 def _reply(request: dict) -> str:
