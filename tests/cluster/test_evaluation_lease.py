@@ -87,8 +87,8 @@ def test_a_slow_run_keeps_its_heartbeat_fresh_and_is_never_taken_for_lost(hub_en
     settings.get_settings.cache_clear()
     original = EvaluationRun._score
 
-    def slow(self, job):  # a metric that reports no progress for 3 stall limits
-        time.sleep(12)
+    def slow(self, job):  # no progress for 2 stall limits: without its heartbeat the run would look lost half-way
+        time.sleep(8)
         return original(self, job)
 
     monkeypatch.setattr(EvaluationRun, "_score", slow)
