@@ -178,18 +178,36 @@ def test_suggestions_in_every_arm_shown_to_the_assisted_drafts_for_realtime(hub_
             ).status_code
             == 404
         )
+        # the answer and the edit name the draft they used: what was kept is logged
+        note = {"question_id": "note", "value": "Draft: the user asked a question.", "draft_id": draft.json()["id"]}
+        url = f"/api/conversations/{chat_id}/messages/{reply_mid}"
+        for wrong in ({**note, "draft_id": 10**9}, {**note, "draft_id": edit_draft.json()["id"] + 100}):
+            refused = browser.put(f"{url}/annotations", json={"answers": [wrong]})
+            assert refused.status_code == 422 and refused.json()["field"] == "answers[0].draft_id"
+        claimed = browser.put(  # a draft about another message cannot be claimed
+            f"/api/conversations/{chat_id}/messages/{user_mid}/annotations", json={"answers": [note]}
+        )
+        assert claimed.status_code == 422 and claimed.json()["field"] == "answers[0].draft_id"
+        assert browser.put(f"{url}/annotations", json={"answers": [note]}).status_code == 200
+        edit = {"content": "A kind reply.", "reason": "shorter", "draft_id": edit_draft.json()["id"]}
+        assert browser.post(f"{url}/edit", json=edit).status_code == 201
         with Session(hub_env) as session:
             logged = session.exec(select(DraftRequest)).all()
             assert [(d.purpose, d.error is None, d.latency_ms is not None) for d in logged] == [
                 ("free_text", True, True),
                 ("post_edit", True, True),
             ]
+            assert [d.final_text for d in logged] == [note["value"], "A kind reply."]
+            # words of the draft kept in order: 6 of 7 ("clear" dropped), 3 of 5 ("and correct" dropped)
+            assert [d.kept_fraction for d in logged] == [6 / 7, 3 / 5]
             report = assistance_report(session, session.get(Study, study["id"]))
         for _, (browser, *_rest) in by_arm.items():
             browser.__exit__(None, None, None)
-    assert report is not None and report["drafts"]["requests"] == 2
+    assert report is not None and report["drafts"]["requests"] == 2 and report["drafts"]["used"] == 2
     assisted = next(a for a in report["arms"] if a["arm"] == "assisted")
-    assert all(not row["estimated"] and row["note"].startswith("too few participants") for row in assisted["rows"])
+    assert [row["estimated"] for row in assisted["rows"]] == [False, False, False]
+    assert assisted["rows"][0]["note"].startswith("too few participants to estimate: 1 in assisted and 0 in unassisted")
+    assert assisted["rows"][1]["note"].startswith("no turn has categorical answers")
     counts = {c["arm"]: c for c in report["counts"]}
     assert counts["assisted"]["annotations"] == 1 and counts["assisted"]["with_suggestion"] == 1
 
