@@ -473,6 +473,8 @@ def test_leaderboard_column_chooser_keeps_the_choice_in_every_link(site):
     assert '<input type="hidden" name="columns" value="human:all">' in text  # the name filter keeps the choice
     assert "&amp;columns=human%3Aall" in text  # and so does every sort link
     assert "human win rate vs echo" not in text.split("<tbody>", 1)[0].split('<table class="leaderboard">', 1)[1]
+    hidden_sort = site.page("admin", f"/leaderboards/{DATASET}", columns="bleu-2", sort="human:all")
+    assert "Sorted by <strong>human win rate (all comparisons)</strong>" in hidden_sort  # by its label, though hidden
     too_long = site.client.get(f"/api/leaderboards/{DATASET}", params={"columns": "x" * 121})
     assert too_long.status_code == 400 and "columns" in too_long.text
 
