@@ -191,19 +191,29 @@ def test_suggestions_in_every_arm_shown_to_the_assisted_drafts_for_realtime(hub_
         assert browser.put(f"{url}/annotations", json={"answers": [note]}).status_code == 200
         edit = {"content": "A kind reply.", "reason": "shorter", "draft_id": edit_draft.json()["id"]}
         assert browser.post(f"{url}/edit", json=edit).status_code == 201
+        judge.inject("server_error", times=3)  # every attempt fails: the participant is told in words
+        failed = browser.post(
+            f"/api/conversations/{chat_id}/drafts",
+            json={"purpose": "free_text", "message_id": reply_mid, "question_id": "note"},
+        )
+        assert failed.status_code == 503 and failed.json()["field"] == "judge"
+        assert failed.json()["error"] == "the assistant could not write a draft just now; try again"
         with Session(hub_env) as session:
             logged = session.exec(select(DraftRequest)).all()
             assert [(d.purpose, d.error is None, d.latency_ms is not None) for d in logged] == [
                 ("free_text", True, True),
                 ("post_edit", True, True),
+                ("free_text", False, True),
             ]
+            logged = logged[:2]
             assert [d.final_text for d in logged] == [note["value"], "A kind reply."]
             # words of the draft kept in order: 6 of 7 ("clear" dropped), 3 of 5 ("and correct" dropped)
             assert [d.kept_fraction for d in logged] == [6 / 7, 3 / 5]
             report = assistance_report(session, session.get(Study, study["id"]))
         for _, (browser, *_rest) in by_arm.items():
             browser.__exit__(None, None, None)
-    assert report is not None and report["drafts"]["requests"] == 2 and report["drafts"]["used"] == 2
+    assert report is not None and report["drafts"]["requests"] == 3 and report["drafts"]["used"] == 2
+    assert report["drafts"]["failed"] == 1
     assisted = next(a for a in report["arms"] if a["arm"] == "assisted")
     assert [row["estimated"] for row in assisted["rows"]] == [False, False, False]
     assert assisted["rows"][0]["note"].startswith("too few participants to estimate: 1 in assisted and 0 in unassisted")
