@@ -60,3 +60,15 @@ def join(client, token: str) -> dict[str, Any]:
     assert response.status_code == 200, response.text
     client.headers["X-CSRF-Token"] = response.json()["csrf_token"]
     return response.json()
+
+
+KEY_ENV = "HUB_TEST_STUDY_KEY"
+SECRET = "sk-study-SECRET-0123456789abcdef"
+
+
+def responder(request: dict) -> str:
+    """Answers with what it was sent: the turn count and the last user message, so history is visible."""
+    messages = request["messages"]
+    last = messages[-1]["content"]
+    last = last if isinstance(last, str) else " ".join(p.get("text", "[image]") for p in last)
+    return f"Turn {sum(m['role'] == 'user' for m in messages)}: you said {last}"

@@ -14,18 +14,7 @@ from evaluation.llm.server import LocalChatServer
 from hub.models import ChatBranch, ChatMessage
 from hub.web.app import create_app
 from tests.hub.conftest import auth, migrated_hub
-from tests.hub.studies.helpers import join, study_body
-
-KEY_ENV = "HUB_TEST_STUDY_KEY"
-SECRET = "sk-study-SECRET-0123456789abcdef"
-
-
-def responder(request: dict) -> str:
-    """Answers with what it was sent: the turn count and the last user message, so history is visible."""
-    messages = request["messages"]
-    last = messages[-1]["content"]
-    last = last if isinstance(last, str) else " ".join(p.get("text", "[image]") for p in last)
-    return f"Turn {sum(m['role'] == 'user' for m in messages)}: you said {last}"
+from tests.hub.studies.helpers import KEY_ENV, SECRET, join, responder, study_body
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -12,34 +12,57 @@ from sqlmodel import Session, select
 
 from evaluation.llm.server import LocalChatServer
 from hub.models import ChatMessage
+from hub.services.accounts.accounts import create_token, create_user
 from hub.web.app import create_app
-from tests.hub.conftest import auth
-from tests.hub.studies.helpers import join, study_body
-from tests.hub.studies.test_chats_api import KEY_ENV, SECRET, responder
+from tests.hub.conftest import auth, migrated_hub
+from tests.hub.studies.helpers import KEY_ENV, SECRET, join, responder, study_body
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """One hub, endpoint, study and joined participant for the module (each test gets conversations of its own)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(KEY_ENV, SECRET)
+        hub = migrated_hub(tmp_path_factory.mktemp("hub"), patch)
+        engine = next(hub)
+        with Session(engine) as session:
+            admin_user = create_user(session, email="admin@example.org", password="x" * 12, display_name="admin")
+            admin_user.is_admin = True
+            session.add(admin_user)
+            session.commit()
+            token = create_token(session, admin_user, name="cli")[1]
+        with (
+            LocalChatServer(responder=responder, expected_key=SECRET) as endpoint,
+            TestClient(create_app()) as admin,
+            TestClient(create_app()) as browser,
+        ):
+            body = study_body(endpoint.base_url)
+            body["systems"][0].update(key_ref=KEY_ENV, timeout_s=1)
+            study = admin.post("/api/studies", json=body, headers=auth(token)).json()
+            invite = admin.post(f"/api/studies/{study['id']}/invites", json={}, headers=auth(token)).json()
+            join(browser, invite["token"])
+            yield browser, study["id"], endpoint, engine
+        next(hub, None)
 
 
 @pytest.fixture
-def endpoint(monkeypatch):
-    monkeypatch.setenv(KEY_ENV, SECRET)
-    with LocalChatServer(responder=responder, expected_key=SECRET) as server:
-        yield server
+def chat(world):
+    """Two exchanges in one new conversation of the participant, one in another."""
+    browser, study_id, _endpoint, _engine = world
+    ids = [browser.post(f"/api/studies/{study_id}/conversations", json={}).json()["id"] for _ in range(2)]
+    turns = [browser.post(f"/api/conversations/{ids[0]}/messages", json={"content": f"m{i}"}).json() for i in (1, 2)]
+    other = browser.post(f"/api/conversations/{ids[1]}/messages", json={"content": "elsewhere"}).json()
+    return browser, ids[0], turns, other
 
 
 @pytest.fixture
-def chat(hub_env, people, endpoint):
-    """A participant's browser with two exchanges in one conversation and one in another."""
-    with TestClient(create_app()) as admin, TestClient(create_app()) as browser:
-        body = study_body(endpoint.base_url)
-        body["systems"][0].update(key_ref=KEY_ENV, timeout_s=1)
-        study = admin.post("/api/studies", json=body, headers=auth(people["admin"])).json()
-        invite = admin.post(f"/api/studies/{study['id']}/invites", json={}, headers=auth(people["admin"])).json()
-        join(browser, invite["token"])
-        ids = [browser.post(f"/api/studies/{study['id']}/conversations", json={}).json()["id"] for _ in range(2)]
-        turns = [
-            browser.post(f"/api/conversations/{ids[0]}/messages", json={"content": f"m{i}"}).json() for i in (1, 2)
-        ]
-        other = browser.post(f"/api/conversations/{ids[1]}/messages", json={"content": "elsewhere"}).json()
-        yield browser, ids[0], turns, other
+def endpoint(world):
+    return world[2]
+
+
+@pytest.fixture
+def engine(world):
+    return world[3]
 
 
 def _refused(response, status: int, field: str) -> None:
@@ -93,7 +116,7 @@ def test_going_back_only_to_an_earlier_system_turn_of_this_conversation(chat):
     assert browser.post(url, json={"message_id": turns[0]["message"]["id"]}).status_code == 200
 
 
-def test_control_characters_over_long_and_empty_text_are_refused(chat, hub_env):
+def test_control_characters_over_long_and_empty_text_are_refused(chat, engine):
     browser, chat_id, _turns, _other = chat
     url = f"/api/conversations/{chat_id}/messages"
     for content, field in [
@@ -107,7 +130,7 @@ def test_control_characters_over_long_and_empty_text_are_refused(chat, hub_env):
     _refused(browser.post(url, json={"content": "hi", "images": ["a" * 64]}), 404, "images[0]")
     _refused(browser.post(url, json={"content": "hi", "colour": "red"}), 422, "colour")
     assert browser.post(url, content=b"not json", headers={"Content-Type": "application/json"}).status_code == 422
-    with Session(hub_env) as session:
+    with Session(engine) as session:
         assert len(session.exec(select(ChatMessage).where(ChatMessage.chat_id == chat_id)).all()) == 4
 
 
