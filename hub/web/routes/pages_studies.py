@@ -64,7 +64,10 @@ async def _schema_text(form: FormData) -> tuple[str | None, str]:
     chosen = _text(form, "schema_format") or "yaml"
     upload = form.get("schema_file")
     if isinstance(upload, UploadFile) and upload.filename:
-        raw = await upload.read(schemas.MAX_SCHEMA_CHARS * 4 + 1)
+        limit = schemas.MAX_SCHEMA_CHARS * 4  # UTF-8 takes at most 4 bytes per character
+        raw = await upload.read(limit + 1)
+        if len(raw) > limit:
+            raise UnprocessableInput(f"the schema file is larger than {limit:,} bytes", field="schema_file")
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:

@@ -65,6 +65,15 @@ def test_the_admin_form_marks_the_refused_line_then_creates_the_study(client):
     assert created.status_code == 303
     page = client.get(created.headers["location"])
     assert page.status_code == 200 and "How helpful is this reply?" in page.text
+    study_page = created.headers["location"]
+    bad_file = '{\n  "questions": [\n    {"id": "a", "kind": "likert", "question": "q", "labels": ["x"]}\n  ]\n}\n'
+    upload = {"schema_file": ("schema.json", bad_file.encode(), "application/json")}
+    again = client.post(f"{study_page}/schema", data={"csrf_token": token}, files=upload)
+    assert again.status_code == 422 and "line 3" in again.text
+    assert re.findall(r'<li class="bad" aria-current="true"><code>(.*?)</code>', again.text)[0].strip().startswith("{")
+    good_file = {"schema_file": ("schema.yaml", SCHEMA_YAML.encode(), "text/yaml")}
+    assert client.post(f"{study_page}/schema", data={"csrf_token": token}, files=good_file).status_code == 200
+    assert "Annotation schema (version 2)" in client.get(study_page).text
     invite = client.post(f"{created.headers['location']}/invites", data={"csrf_token": token, "label": "lab"})
     link = re.search(r'id="new-invite-url" href="[^"]*(/studies/join/[^"]+)"', invite.text).group(1)
 
