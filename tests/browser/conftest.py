@@ -110,6 +110,26 @@ def hub(tmp_path_factory):
         yield url
 
 
+@pytest.fixture(scope="session")
+def imported_chateval(tmp_path_factory, shared_data) -> Path:
+    """A hub data folder holding the real ChatEval votes, imported once per session by the real `chateval ratings
+    import-chateval` (about 9 s of CPU); modules that serve them copy it with `copy_of` instead of importing again."""
+    data = tmp_path_factory.mktemp("hub-imported-chateval")
+    env = {**os.environ, "HUB_DATA_DIR": str(data / "hub"), "CHATEVAL_HOME": str(data / "home")}
+    votes = ["--votes", str(shared_data / "votes.csv"), "--prompts-dir", str(shared_data / "prompts")]
+    done = subprocess.run(
+        [CHATEVAL, "ratings", "import-chateval", *votes], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    return data / "hub"
+
+
+def copy_of(imported: Path, data: Path) -> dict[str, str]:
+    """The environment of a hub whose data folder is a fresh copy of `imported`, under `data`."""
+    shutil.copytree(imported, data / "hub")
+    return {**os.environ, "HUB_DATA_DIR": str(data / "hub"), "CHATEVAL_HOME": str(data / "home")}
+
+
 def log_in(page, url: str, email: str, password: str) -> None:
     page.goto(f"{url}/login")
     page.fill("input[name=email]", email)

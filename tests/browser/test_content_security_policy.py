@@ -4,12 +4,9 @@ their outcome bars and charts)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-
 import pytest
 
-from tests.browser.conftest import CHATEVAL, serving
+from tests.browser.conftest import copy_of, serving
 
 PAGES = [
     "/",
@@ -38,20 +35,8 @@ COUNT_DRAWN = """(canvas) => {
 
 
 @pytest.fixture(scope="module")
-def judged_hub(tmp_path_factory, shared_data):
-    data = tmp_path_factory.mktemp("hub-csp")
-    env = {**os.environ, "HUB_DATA_DIR": str(data / "hub"), "CHATEVAL_HOME": str(data / "home")}
-    command = [
-        CHATEVAL,
-        "ratings",
-        "import-chateval",
-        "--votes",
-        str(shared_data / "votes.csv"),
-        "--prompts-dir",
-        str(shared_data / "prompts"),
-    ]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+def judged_hub(tmp_path_factory, imported_chateval):
+    env = copy_of(imported_chateval, tmp_path_factory.mktemp("hub-csp"))  # the votes imported by the CLI
     with serving(env, "--demo") as url:
         yield url
 

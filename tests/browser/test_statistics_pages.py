@@ -5,32 +5,20 @@ the fit does, a prompt page shows its discrimination, and a system profile says 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import urllib.request
 
 import pytest
 
-from tests.browser.conftest import CHATEVAL, serving
+from tests.browser.conftest import CHATEVAL, copy_of, serving
 
 
 @pytest.fixture(scope="module")
-def stats_hub(tmp_path_factory, shared_data):
-    data = tmp_path_factory.mktemp("hub-stats")
-    env = {**os.environ, "HUB_DATA_DIR": str(data / "hub"), "CHATEVAL_HOME": str(data / "home")}
-    for command in (
-        [
-            "ratings",
-            "import-chateval",
-            "--votes",
-            str(shared_data / "votes.csv"),
-            "--prompts-dir",
-            str(shared_data / "prompts"),
-        ],
-        ["ratings", "refit-irt", "--bootstrap", "50"],
-    ):
-        done = subprocess.run([CHATEVAL, *command], env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr
+def stats_hub(tmp_path_factory, imported_chateval):
+    env = copy_of(imported_chateval, tmp_path_factory.mktemp("hub-stats"))  # the votes imported by the CLI
+    command = [CHATEVAL, "ratings", "refit-irt", "--bootstrap", "50"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
     with serving(env) as url:
         yield url
 
