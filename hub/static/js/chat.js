@@ -69,7 +69,7 @@ function finished() {
 }
 
 function studyClosed() {
-  return config.study_status !== "open" && !config.admin;
+  return (config.study_status !== "open" && !config.admin) || config.someone_elses;
 }
 
 function latestReply() {
@@ -102,6 +102,8 @@ function render() {
   $("finish-chat").hidden = finished() || studyClosed();
   $("composer-note").textContent = finished()
     ? "This conversation is finished: you can still read it and answer the questions about its turns."
+    : config.someone_elses
+    ? "This is a participant's conversation: you can read it; only its participant continues it."
     : studyClosed()
     ? `The study is ${config.study_status}: you can read this conversation and answer its questions, not continue it.`
     : !onActive

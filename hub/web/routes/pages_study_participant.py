@@ -94,7 +94,14 @@ async def start_conversation(
 
 
 def chat_config(
-    request: Request, study: Study, system: StudySystem, chat: Chat, schema: dict[str, Any], *, admin: bool
+    request: Request,
+    study: Study,
+    system: StudySystem,
+    chat: Chat,
+    schema: dict[str, Any],
+    *,
+    admin: bool,
+    someone_elses: bool,
 ) -> dict:
     """What chat.js needs to start: where the API is, the questions to ask, the system's label and abilities."""
     base = f"/api/conversations/{chat.id}"
@@ -115,6 +122,7 @@ def chat_config(
         "csrf_token": csrf_token(request),
         "study_status": study.status,
         "admin": admin,
+        "someone_elses": someone_elses,
     }
 
 
@@ -131,11 +139,14 @@ def chat_page(request: Request, study_id: DatabaseId, chat_id: DatabaseId, sessi
     except HubError as exc:
         return error_page(request, viewer.user, exc)
     schema = studies.schema_version(session, study).definition
+    participant = participants.participant_for(session, viewer, study_id)
+    # an admin looking at a participant's conversation reads it; only its participant continues it
+    own = chat.participant_id is None or (participant is not None and participant.id == chat.participant_id)
     context = {
         "study": study,
         "system": system,
         "chat": chat,
-        "config": chat_config(request, study, system, chat, schema, admin=viewer.is_admin),
+        "config": chat_config(request, study, system, chat, schema, admin=viewer.is_admin, someone_elses=not own),
         "max_image_mb": images.MAX_IMAGE_BYTES // (1024 * 1024),
     }
     return page(request, "studies/chat.html", viewer.user, context)

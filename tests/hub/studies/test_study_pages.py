@@ -97,7 +97,10 @@ def test_the_admin_form_marks_the_refused_line_then_creates_the_study(client):
         re.search(r'<script type="application/json" id="chat-config">(.*?)</script>', chat.text).group(1)
     )
     assert config["system_label"] == "Local bot" and config["questions"][0]["id"] == "helpful"
-    assert client.get(started.headers["location"]).status_code == 200  # admins see every conversation
+    assert config["someone_elses"] is False
+    as_admin = client.get(started.headers["location"])
+    assert as_admin.status_code == 200  # admins see every conversation, read-only
+    assert '"someone_elses": true' in as_admin.text
     assert TestClient(client.app).get(started.headers["location"]).status_code == 404  # strangers none
 
 
