@@ -48,6 +48,9 @@ class HubSettings(BaseSettings):
     signups_per_client: str = Field(default="10/hour", description="Sign-up attempts per client address.")
     token_failures_per_client: str = Field(default="20/minute", description="Unknown API tokens per client address.")
     new_raters_per_client: str = Field(default="5/minute;20/hour", description="Cohort raters one client creates.")
+    study_images_per_client: str = Field(
+        default="20/minute;200/day", description="Images one client uploads to interactive studies."
+    )
     max_upload_bytes: int = Field(default=100 * 1024 * 1024, description="Largest accepted uploaded file.")
     submissions_per_day: int = Field(default=5, ge=1, le=100_000, description="Valid submissions per user per UTC day.")
     submission_attempts_per_day: int = Field(
@@ -97,6 +100,7 @@ class HubSettings(BaseSettings):
         "token_failures_per_client",
         "new_raters_per_client",
         "password_resets_per_client",
+        "study_images_per_client",
     )
     @classmethod
     def _rate_limit(cls, value: str) -> str:

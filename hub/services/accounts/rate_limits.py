@@ -179,6 +179,9 @@ TOKEN_CLIENT = Rule(
 )
 RESET_CLIENT = Rule("reset-client", "password_resets_per_client", "too many password-reset requests from your address")
 RATER_CLIENT = Rule("rater-client", "new_raters_per_client", "too many new raters from your address", fail_open=True)
+STUDY_IMAGE_CLIENT = Rule(
+    "study-image-client", "study_images_per_client", "too many images uploaded from your address", fail_open=True
+)
 
 
 def unavailable_counts() -> Counter[str]:

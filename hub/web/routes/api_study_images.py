@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Response, UploadFile
+from fastapi import APIRouter, File, Request, Response, UploadFile
 from sqlmodel import select
 from starlette.concurrency import run_in_threadpool
 
 from hub.errors import NotFound, UnprocessableInput
 from hub.models import ChatMessage, Study
+from hub.services.accounts import rate_limits
+from hub.services.accounts.rate_limits import client_address
 from hub.services.studies import images, participants, studies
 from hub.storage import get_storage
 from hub.web.deps import DatabaseId, SessionDep
@@ -24,6 +26,7 @@ UPLOAD_PATH = "/api/studies/{study_id}/images"
 
 @router.post(UPLOAD_PATH, status_code=201)
 async def upload_image(
+    request: Request,
     study_id: DatabaseId,
     session: SessionDep,
     viewer: StudyViewerDep,
@@ -37,6 +40,7 @@ async def upload_image(
         raise UnprocessableInput("no system of this study accepts images", field="image")
     if study.status != "open" and not viewer.is_admin:
         raise UnprocessableInput(f"the study is {study.status}; images cannot be sent now", field="image")
+    rate_limits.take(rate_limits.STUDY_IMAGE_CLIENT, client_address(request))  # every upload counts, good or bad
     data = await image.read(images.MAX_IMAGE_BYTES + 1)  # one byte over is enough to refuse
     stored = await run_in_threadpool(images.store_image, get_storage(), data, field="image")
     return {"id": stored.key, "mime": stored.mime, "size": stored.size}

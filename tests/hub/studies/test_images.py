@@ -158,3 +158,17 @@ def test_a_study_without_a_vision_system_takes_no_images(client, people):
     study_id = _participant_in_study(client, people, vision=False)
     refused = _upload(client, study_id, png())
     assert refused.status_code == 422 and refused.json()["field"] == "image"
+
+
+def test_uploads_from_one_address_are_rate_limited(client, people, monkeypatch):
+    from hub.settings import get_settings
+
+    study_id = _participant_in_study(client, people, vision=True)
+    monkeypatch.setenv("HUB_STUDY_IMAGES_PER_CLIENT", "2/minute")
+    get_settings.cache_clear()
+    assert _upload(client, study_id, png()).status_code == 201
+    assert _upload(client, study_id, b"not an image").status_code == 422  # a refused upload counts too
+    limited = _upload(client, study_id, png())
+    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
+    assert "too many images" in limited.json()["error"]
+    get_settings.cache_clear()
