@@ -57,15 +57,24 @@ def _answers(data: StudyRecords) -> dict[str, list[tuple[int, int | None, Any, A
     return found
 
 
+VALID = {  # what each kind's stored value is (as the schema checks it); anything else takes no part in agreement
+    "binary": lambda v: isinstance(v, bool),
+    "likert": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1,
+    "choice": lambda v: isinstance(v, str),
+    "multi": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+}
+
+
 def _agreement(question: dict[str, Any], answers: list[tuple[int, int | None, Any, Any]]) -> dict[str, Any] | None:
     level = LEVELS.get(question["kind"])
     if level is None:
         return None
-    rated = [(message, participant, value) for message, participant, value, _ in answers if participant is not None]
+    valid = VALID[question["kind"]]
+    rated = [(m, p, v) for m, p, v, _ in answers if p is not None and valid(v)]
     values = [frozenset(v) if level == "set" else v for _, _, v in rated]
     categories = None
     if level == "ordinal":
-        top = max([len(question["labels"]), *(v for v in values if isinstance(v, int))])
+        top = max([len(question["labels"]), *values])
         categories = list(range(1, top + 1))
     result = label_agreement(
         [m for m, _, _ in rated],
@@ -76,9 +85,7 @@ def _agreement(question: dict[str, Any], answers: list[tuple[int, int | None, An
         n_bootstrap=BOOTSTRAP,
         seed=SEED,
     )
-    figures = result.to_dict()
-    figures.pop("seed")
-    return figures
+    return result.to_dict()
 
 
 def _chart(title: str, label: str, labels: list[str], values: list[float | None], **options: Any) -> dict[str, Any]:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
+from sqlmodel import Session
 
+from hub.models import ChatAnnotation
 from hub.web.app import create_app
 from tests.hub.conftest import auth
 from tests.hub.studies.study_rows import seed_study
@@ -104,8 +106,17 @@ def test_a_published_dashboard_shows_participants_rows_to_anyone(hub_env, admin_
 
 def test_a_draft_dashboard_is_404_for_everyone_but_admins(hub_env, admin_user, people, client):
     seeded = seed_study(hub_env, admin_user, status="draft", public=False)
+    with Session(hub_env) as session:  # a stored value the schema would refuse (written around it) takes no part
+        bad = ChatAnnotation(
+            message_id=seeded.m["a6"], participant_id=seeded.participants[1], question_id="helpful", schema_version=1
+        )
+        bad.value = "oops"
+        session.add(bad)
+        session.commit()
     for url in (f"/api/studies/{seeded.study_id}/dashboard", f"/studies/{seeded.study_id}/dashboard"):
         for headers in ({}, auth(people["other"])):
             response = client.get(url, headers=headers)
             assert response.status_code == 404 and "Helpfulness" not in response.text
         assert client.get(url, headers=auth(people["admin"])).status_code == 200
+    view = client.get(f"/api/studies/{seeded.study_id}/dashboard", headers=auth(people["admin"])).json()
+    assert _question(view, "helpful")["agreement"]["n_items"] == 3
