@@ -145,9 +145,11 @@ def test_a_participant_chats_annotates_edits_goes_back_and_sends_an_image(browse
     page.wait_for_url(re.compile(r"/studies/\d+/conversations/\d+$"))
     expect(page.locator("#message")).to_be_enabled()
 
-    # 1. A message sent with Enter; the reply streams into a bubble, then stands as a turn.
+    # 1. A message sent with Enter; the reply streams into a bubble (the endpoint pauses 1 s halfway, within the 2 s
+    # time-out, so the first words are seen before the rest arrive), then stands as a turn.
+    endpoint.inject("stall_stream", times=1, delay_s=1.0)
     _send(page, "What is the capital of France?")
-    page.wait_for_selector("li.turn.streaming")
+    page.wait_for_selector("li.turn.streaming >> text=Reply 1 to: What is")
     page.wait_for_selector("li.turn-assistant:not(.streaming) >> text=Reply 1 to: What is the capital of France?")
     assert page.locator("li.turn").count() == 2
     assert endpoint.counts["/v1/chat/completions"] >= 1
