@@ -39,6 +39,7 @@ from hub.storage import Storage
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE_CHARS = 20_000
+MAX_REPLY_CHARS = 200_000  # a system's reply is cut off (and fails, retryable) past this
 STALE_AFTER = timedelta(seconds=60)  # beyond the system's time-out: a reply still "streaming" was cut off
 
 
@@ -166,7 +167,11 @@ async def produce(engine: Engine, pending: PendingTurn) -> AsyncIterator[tuple[s
     try:
         try:
             stream = ChatStream(pending.config, pending.request)
+            size = 0
             async for delta in stream:
+                size += len(delta)
+                if size > MAX_REPLY_CHARS:
+                    raise EndpointMalformed(f"the reply passed {MAX_REPLY_CHARS:,} characters")
                 parts.append(delta)
                 yield "delta", {"text": delta}
         except (EndpointError, ValueError) as exc:

@@ -185,3 +185,15 @@ def test_an_endpoint_that_stalls_mid_reply_fails_in_words_and_the_reply_can_be_r
     assert retried.status_code == 201 and retried.json()["message"]["status"] == "ok"
     assert retried.json()["message"]["content"] == "Turn 3: you said a question that stalls"
     _refused(browser.post(f"{url}/{failed['id']}/retry"), 409, "message_id")
+
+
+def test_a_reply_past_the_length_cap_fails_in_words(chat, endpoint, monkeypatch):
+    from hub.services.studies import turns
+
+    monkeypatch.setattr(turns, "MAX_REPLY_CHARS", 10)  # the cap, small enough for the test endpoint's replies
+    browser, chat_id, _turns, _other = chat
+    failed = browser.post(f"/api/conversations/{chat_id}/messages", json={"content": "a long answer please"})
+    assert failed.status_code == 201
+    message = failed.json()["message"]
+    assert message["status"] == "error" and "could not be read" in message["error"]
+    assert len(message["content"]) <= 10
