@@ -23,6 +23,7 @@ from hub.web.csrf import ApiCsrfMiddleware
 from hub.web.deps import session_viewer
 from hub.web.inputs import refuse_malformed_input
 from hub.web.openapi_docs import EVERY_ROUTE, error_responses
+from hub.web.read_cache import CachedPageShortcut
 from hub.web.routes import (
     api_admin,
     api_admin_users,
@@ -111,6 +112,7 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
         responses=error_responses(*EVERY_ROUTE),
     )
     settings = get_settings()
+    app.add_middleware(CachedPageShortcut)  # first, so innermost: anonymous views of cached pages skip the routing
     app.add_middleware(ApiCsrfMiddleware)  # before SessionMiddleware, so it runs inside it and sees the session
     app.add_middleware(
         SessionMiddleware, secret_key=settings.secret_key, same_site="lax", https_only=settings.secure_cookies

@@ -5,7 +5,8 @@
 If-None-Match (or else If-Modified-Since) is current, serves the cached bytes of (route, path, query, version), or
 builds the page with the route, keeps its bytes and serves them. A signed-in viewer's page (owner's private systems,
 admin's view, the nav with the account) is built by the route for that request and never cached, and no cached page
-is ever served to them. `cached_download` does the same for the async downloads route.
+is ever served to them. `cached_download` does the same for the async downloads route. `CachedPageShortcut`
+serves anonymous visitors the pages kept here without routing them (one database read per request).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import anyio.to_thread
 from fastapi import Request, Response
 from fastapi.encoders import jsonable_encoder
 from sqlmodel import Session
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hub.db import get_engine
 from hub.services.publishing.read_side import PAGES, CachedPage, Version, current
@@ -42,9 +44,14 @@ DROPPED_HEADERS = frozenset(
 _BUILDS = [threading.Lock() for _ in range(64)]
 
 
-def _key(name: str, request: Request) -> str:
+def _target(request: Request) -> str:
+    """The request's path and query (parameters sorted): with the route's name, its page's key."""
     query = "&".join(sorted(f"{k}={v}" for k, v in request.query_params.multi_items()))
-    return f"{name} {request.url.path}?{query}"
+    return f"{request.url.path}?{query}"
+
+
+def _key(name: str, request: Request) -> str:
+    return f"{name} {_target(request)}"
 
 
 def _etag(key: str, version: Version) -> str:
@@ -141,7 +148,7 @@ def _respond(request: Request, key: str, version: Version, build: Callable[[], R
                 page = _keep(response)
                 if page is None:
                     return response
-                PAGES.put(key, version, page)
+                PAGES.put(key, version, page, _target(request))
     return _serve(request, key, version, page)
 
 
@@ -181,5 +188,41 @@ async def cached_download(request: Request, name: str, build: Callable[[], Await
         page = _keep(response)
         if page is None:
             return response
-        PAGES.put(key, version, page)
+        PAGES.put(key, version, page, _target(request))
     return _serve(request, key, version, page)
+
+
+class CachedPageShortcut:
+    """ASGI middleware, innermost: a GET with neither a cookie nor an Authorization header (an anonymous visitor,
+    as the routes' `viewer` would find) of a page the cache keeps is answered from the cache, 304 included, after
+    one read of the data version (in a request thread, like the route's own read) and without routing, dependencies
+    or the route. It answers only what `@public_page` would: a page is found by its request's path and query, under
+    which only a page built for an anonymous visitor (or the same for everyone) is kept, and only at the version
+    just read from the database, so a write in any process is seen by the next request here. Anything else (not
+    cached yet, another version, signed-in visitors) goes on to the app unchanged."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "GET" or not _anonymous(scope):
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        key = PAGES.key_for(_target(request))
+        if key is None:
+            await self.app(scope, receive, send)
+            return
+        version = await anyio.to_thread.run_sync(_read_version)
+        if _not_modified(request, _etag(key, version), version):
+            await Response(status_code=304, headers=_validators(key, version))(scope, receive, send)
+            return
+        page = PAGES.get(key, version)
+        if page is None:
+            await self.app(scope, receive, send)
+            return
+        await _serve(request, key, version, page)(scope, receive, send)
+
+
+def _anonymous(scope: Scope) -> bool:
+    return not any(name in (b"cookie", b"authorization") for name, _ in scope["headers"])

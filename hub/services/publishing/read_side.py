@@ -69,11 +69,13 @@ class CachedPage:
 
 class PageCache:
     """A thread-safe LRU of CachedPage by (key, version), bounded by entries and bytes. Only the newest version seen
-    is kept: a newer one drops every entry of the others at once (nobody asks for them again)."""
+    is kept: a newer one drops every entry of the others at once (nobody asks for them again). A page may be kept
+    with its `target` (the request's path and query), so a request can find its key before it is routed."""
 
     def __init__(self, max_entries: int = MAX_ENTRIES, max_bytes: int = MAX_BYTES) -> None:
         self.max_entries, self.max_bytes = max_entries, max_bytes
         self._entries: OrderedDict[str, CachedPage] = OrderedDict()
+        self._keys: dict[str, str] = {}  # target -> key, for pages kept with their target
         self._bytes = 0
         self._version = NO_VERSION
         self._lock = threading.Lock()
@@ -89,7 +91,11 @@ class PageCache:
             self.hits += 1
             return page
 
-    def put(self, key: str, version: Version, page: CachedPage) -> None:
+    def key_for(self, target: str) -> str | None:
+        """The key of the page kept with this target (which may since have been dropped), else None."""
+        return self._keys.get(target)
+
+    def put(self, key: str, version: Version, page: CachedPage, target: str | None = None) -> None:
         if page.size > min(MAX_ENTRY_BYTES, self.max_bytes):
             return
         with self._lock:
@@ -99,6 +105,8 @@ class PageCache:
                 self._version = version
                 self._entries.clear()
                 self._bytes = 0
+            if target is not None and len(self._keys) < 4 * self.max_entries:
+                self._keys[target] = key
             old = self._entries.pop(key, None)
             if old is not None:
                 self._bytes -= old.size
@@ -111,6 +119,7 @@ class PageCache:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._keys.clear()
             self._bytes = 0
             self._version = NO_VERSION
 
