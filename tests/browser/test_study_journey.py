@@ -144,6 +144,10 @@ def test_a_participant_chats_annotates_edits_goes_back_and_sends_an_image(browse
     page.click("button.start-chat")
     page.wait_for_url(re.compile(r"/studies/\d+/conversations/\d+$"))
     expect(page.locator("#message")).to_be_enabled()
+    # Speech controls only where the browser has the Web Speech API (feature-detected, hidden otherwise).
+    dictation = page.evaluate("() => 'SpeechRecognition' in window || 'webkitSpeechRecognition' in window")
+    assert page.locator("#speak").is_visible() == dictation
+    assert page.locator("label.read-aloud").is_visible() == page.evaluate("() => 'speechSynthesis' in window")
 
     # 1. A message sent with Enter; the reply streams into a bubble (the endpoint pauses 1 s halfway, within the 2 s
     # time-out, so the first words are seen before the rest arrive), then stands as a turn.
