@@ -226,8 +226,10 @@ async def study_status(request: Request, study_id: DatabaseId, _csrf: CsrfDep, s
         return login_redirect(request)
     try:
         admin = _admin(viewer)
-        status = _text(await request.form(), "status")
-        studies.set_status(session, admin, studies.get_study(session, study_id), status)
+        form = await request.form()
+        study = studies.get_study(session, study_id)
+        public = {"true": True, "false": False}.get(_text(form, "public"))  # absent: left as it is
+        studies.set_status(session, admin, study, _text(form, "status") or study.status, public=public)
     except HubError as exc:
         return error_page(request, viewer, exc)
     return RedirectResponse(f"/admin/studies/{study_id}", status_code=303)

@@ -74,6 +74,8 @@ def test_the_admin_form_marks_the_refused_line_then_creates_the_study(client):
     good_file = {"schema_file": ("schema.yaml", SCHEMA_YAML.encode(), "text/yaml")}
     assert client.post(f"{study_page}/schema", data={"csrf_token": token}, files=good_file).status_code == 200
     assert "Annotation schema (version 2)" in client.get(study_page).text
+    published = client.post(f"{study_page}/status", data={"csrf_token": token, "status": "open", "public": "true"})
+    assert "Not published" not in published.text and 'id="toggle-public">Unpublish' in published.text
     invite = client.post(f"{created.headers['location']}/invites", data={"csrf_token": token, "label": "lab"})
     link = re.search(r'id="new-invite-url" href="[^"]*(/studies/join/[^"]+)"', invite.text).group(1)
 
