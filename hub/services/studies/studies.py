@@ -135,11 +135,11 @@ def _admin(user: User | None) -> User:
 def normalised_schema(upload: StudyForm | SchemaUpload) -> tuple[dict[str, Any], str]:
     """The checked schema and the format it came in; 422 naming the field and the line."""
     if upload.schema_text is not None and upload.schema_ is not None:
-        raise UnprocessableInput("send either schema or schema_text, not both", field="schema_text")
+        raise UnprocessableInput("send the schema as an object or as text, not both", field="schema_text")
     if upload.schema_text is not None:
         return schemas.checked(upload.schema_text, upload.schema_format, field="schema_text"), upload.schema_format
     if upload.schema_ is None:
-        raise UnprocessableInput("the study needs an annotation schema (schema or schema_text)", field="schema")
+        raise UnprocessableInput("the study needs an annotation schema (an object, or YAML or JSON text)", field="schema")
     return schemas.checked_object(upload.schema_, field="schema"), "json"
 
 
