@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlmodel import Session, select
 
+from evaluation.llm.config import EndpointConfig
 from hub.models import ItemKind, User
 from hub.services.human import assignments, experiments, raters
 from hub.storage import get_storage
@@ -138,3 +139,9 @@ def judged_hub(client, engine, tokens: dict[str, str], baselines: dict[str, int]
         rate_experiment(session, DATASET, system_id, baselines["echo"], prompts, seed=1)
         rate_experiment(session, DATASET, system_id, baselines["retrieval"], prompts, seed=2)
     return {"judge_id": judge_id, "submission_id": submission["id"], "system_id": system_id, "run": run}
+
+
+def fast_retries(config: EndpointConfig) -> EndpointConfig:
+    """The judge's endpoint with waits of milliseconds between its retries (every retry is still made): a test of an
+    endpoint that is down otherwise waits out the full backoff, up to 30 s."""
+    return config.model_copy(update={"backoff_base_s": 0.01, "backoff_max_s": 0.05})

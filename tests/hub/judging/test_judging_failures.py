@@ -12,18 +12,13 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
-from evaluation.llm.config import EndpointConfig
 from evaluation.llm.server import LocalChatServer
 from evaluation.rubrics import shipped_rubrics
 from hub.models import RubricGrade
 from hub.services.judging import registry, runs
 from hub.web.app import create_app
 from tests.hub.conftest import DATASET, auth, post
-from tests.hub.judging.helpers import KEY_ENV, SECRET, judge_responder, wait_for
-
-
-def fast_retries(config: EndpointConfig) -> EndpointConfig:
-    return config.model_copy(update={"backoff_base_s": 0.01, "backoff_max_s": 0.05})
+from tests.hub.judging.helpers import KEY_ENV, SECRET, fast_retries, judge_responder, wait_for
 
 
 def _closed_port() -> int:

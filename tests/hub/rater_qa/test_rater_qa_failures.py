@@ -10,8 +10,10 @@ import socket
 import pytest
 from fastapi.testclient import TestClient
 
+from hub.services.judging import rater_qa, registry
 from hub.web.app import create_app
 from tests.hub.conftest import auth, new_experiment
+from tests.hub.judging.helpers import fast_retries
 from tests.hub.rater_qa.helpers import KEY_ENV, SECRET, rate_with_reasons
 from tests.hub.rater_qa.test_rater_qa_end_to_end import wait_for_run
 
@@ -67,6 +69,8 @@ def test_qa_runs_that_cannot_succeed_are_refused_or_fail_saying_why(
     assert failed["status"] == "failed" and f"key reference {KEY_ENV} is not set" in failed["error"]
 
     monkeypatch.setenv(KEY_ENV, SECRET)
+    # every retry still made against the endpoint that is down, with waits of milliseconds instead of up to 30 s
+    monkeypatch.setattr(rater_qa, "endpoint_config", lambda judge: fast_retries(registry.endpoint_config(judge)))
     assert site.post(f"{url}/runs", headers=admin, json={"judge_id": judge_id}).status_code == 202
     view = wait_for_run(site, url, admin)
     assert view["run"]["status"] == "failed" and "every call failed" in view["run"]["error"], view["run"]
