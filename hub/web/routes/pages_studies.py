@@ -280,3 +280,21 @@ async def study_invite(request: Request, study_id: DatabaseId, _csrf: CsrfDep, s
         return _detail(request, session, admin, study_id, {"new_invite": new_invite})
     except HubError as exc:
         return error_page(request, viewer, exc)
+
+
+@router.post("/studies/{study_id}/invites/{invite_id}/revoke")
+def study_invite_revoke(
+    request: Request,
+    study_id: DatabaseId,
+    invite_id: DatabaseId,
+    _csrf: CsrfDep,
+    session: SessionDep,
+    viewer: ViewerDep,
+):
+    if viewer is None:
+        return login_redirect(request)
+    try:
+        participants.revoke_invite(session, _admin(viewer), studies.get_study(session, study_id), invite_id)
+    except HubError as exc:
+        return error_page(request, viewer, exc)
+    return RedirectResponse(f"/admin/studies/{study_id}", status_code=303)

@@ -87,6 +87,9 @@ def test_the_admin_form_marks_the_refused_line_then_creates_the_study(client):
     assert joined.status_code == 303
     home = stranger.get(joined.headers["location"])
     assert home.status_code == 200 and "Chat with Local bot" in home.text
+    revoke = re.search(r'action="(/admin/studies/\d+/invites/\d+/revoke)"', client.get(study_page).text).group(1)
+    client.post(revoke, data={"csrf_token": token})
+    assert TestClient(client.app).get(link).status_code == 404  # a revoked link lets nobody new in
     system_id = re.search(r'name="system_id" value="(\d+)"', home.text).group(1)
     started = stranger.post(
         f"{joined.headers['location']}/conversations",
