@@ -24,8 +24,8 @@ from hub import queue
 from hub.errors import Conflict, Forbidden, HubError, NotFound, QueueUnavailable, ServiceUnavailable, UnprocessableInput
 from hub.models import AnnotationSuggestion, Chat, ChatMessage, DraftRequest, Judge, Study
 from hub.services.judging.registry import endpoint_config
+from hub.services.studies import reviews, studies
 from hub.services.studies import schema as schemas
-from hub.services.studies import studies
 from hub.services.studies.assistance_prompts import (
     SUGGESTED_KINDS,
     MalformedAnswer,
@@ -34,7 +34,7 @@ from hub.services.studies.assistance_prompts import (
     read_suggestions,
     suggestion_messages,
 )
-from hub.services.studies.participants import Viewer, participant_for, readable_chat
+from hub.services.studies.participants import Viewer, participant_for
 
 log = logging.getLogger(__name__)
 SUGGESTION_ATTEMPTS = 2  # a malformed answer is asked once more, then recorded as no suggestion
@@ -202,18 +202,21 @@ def _draft_question(session: Session, study: Study, message: ChatMessage, questi
 
 def begin_draft(session: Session, viewer: Viewer, chat_id: int, form: DraftForm) -> PendingDraft:
     """Check a draft request of the real-time arm and build the judge's request."""
-    chat = readable_chat(session, viewer, chat_id)
-    if chat.arm != "realtime":
-        raise Forbidden("the drafting assistant is offered in the real-time arm only", field="conversation_id")
+    chat = reviews.viewable_chat(session, viewer, chat_id)  # their own conversation, or one they review
+    study = session.get(Study, chat.study_id)
     participant = participant_for(session, viewer, chat.study_id)
-    if chat.participant_id is not None and (participant is None or participant.id != chat.participant_id):
+    if study is None or reviews.annotator_arm(study, chat, participant) != "realtime":
+        raise Forbidden("the drafting assistant is offered in the real-time arm only", field="conversation_id")
+    if chat.participant_id is not None and participant is None:
         raise Forbidden("only the conversation's participant asks for drafts", field="conversation_id")
+    reviewing = participant is not None and participant.id != chat.participant_id
+    if reviewing and form.purpose == "post_edit":
+        raise Forbidden("a reviewer answers questions; post-edits are the author's", field="purpose")
     message = session.get(ChatMessage, form.message_id)
     if message is None or message.chat_id != chat.id:
         raise NotFound(f"conversation #{chat.id} has no message #{form.message_id}", field="message_id")
     if message.status != "ok":
         raise Conflict("only a finished message can be answered or edited", field="message_id")
-    study = session.get(Study, chat.study_id)
     judge = study_judge(session, study)
     if study is None or judge is None:
         raise Conflict("this study has no judge to draft with", field="conversation_id")
@@ -229,7 +232,7 @@ def begin_draft(session: Session, viewer: Viewer, chat_id: int, form: DraftForm)
     return PendingDraft(
         chat_id=chat.id or 0,
         message_id=message.id or 0,
-        participant_id=chat.participant_id,
+        participant_id=participant.id if participant is not None else chat.participant_id,
         purpose=form.purpose,
         question_id=question["id"] if question else None,
         judge_id=judge.id or 0,

@@ -2,7 +2,12 @@
 assistant (real-time arm), each against the unassisted arm, on handling time per annotation, agreement with the
 unassisted participants and the share of answers equal to the judge's suggestion (over-reliance), with intervals,
 the one-sided test and counts per arm; and how much of the real-time drafts participants kept. The statistics are
-evaluation.assistance_effect's; this module reads the study's rows and words the result."""
+evaluation.assistance_effect's; this module reads the study's rows and words the result.
+
+Every participant's answers count: about their own conversations and about the conversations they reviewed
+(hub/services/studies/reviews.py), which is what makes agreement with other participants estimable. Each answer is
+counted in the arm its annotator was exposed to (reviews.annotator_arm): the annotator's own arm under participant
+randomisation, the conversation's under conversation randomisation. Admins' answers never count."""
 
 from __future__ import annotations
 
@@ -13,9 +18,19 @@ from sqlmodel import Session, col, select
 
 from evaluation.assistance_effect import ARMS, assistance_effects, mean_interval
 from evaluation.errors import InvalidInputError
-from hub.models import AnnotationSuggestion, Chat, ChatAnnotation, ChatMessage, DraftRequest, Study, StudySchema
+from hub.models import (
+    AnnotationSuggestion,
+    Chat,
+    ChatAnnotation,
+    ChatMessage,
+    DraftRequest,
+    Study,
+    StudyParticipant,
+    StudySchema,
+)
 from hub.services.studies.assistance import study_judge
 from hub.services.studies.assistance_prompts import SUGGESTED_KINDS
+from hub.services.studies.reviews import annotator_arm
 
 OUTCOMES = (
     ("log_time", "Handling time per annotation", "less"),
@@ -35,29 +50,31 @@ def _question_kinds(session: Session, study_id: int) -> dict[tuple[int, str], st
 
 
 def _records(session: Session, study: Study, judge_id: int | None) -> dict[str, list[Any]]:
-    rows = session.exec(
-        select(ChatAnnotation, Chat)
+    found = session.exec(
+        select(ChatAnnotation, Chat, StudyParticipant)
         .join(ChatMessage, col(ChatMessage.id) == ChatAnnotation.message_id)
         .join(Chat, col(Chat.id) == ChatMessage.chat_id)
-        # a participant's own conversations: the arm they were exposed to is the conversation's
-        .where(Chat.study_id == study.id, ChatAnnotation.participant_id == Chat.participant_id, col(Chat.arm).in_(ARMS))
+        .join(StudyParticipant, col(StudyParticipant.id) == ChatAnnotation.participant_id)
+        # participants' own conversations and those they reviewed, each answer in the arm its annotator was exposed to
+        .where(Chat.study_id == study.id)
         .order_by(col(ChatAnnotation.id))
     ).all()
+    rows = [(a, chat, arm) for a, chat, p in found if (arm := annotator_arm(study, chat, p)) in ARMS]
     suggestions: dict[tuple[int, str], Any] = {}
     if judge_id is not None and rows:
         query = select(AnnotationSuggestion).where(
             AnnotationSuggestion.judge_id == judge_id,
-            col(AnnotationSuggestion.message_id).in_({a.message_id for a, _ in rows}),
+            col(AnnotationSuggestion.message_id).in_({a.message_id for a, _, _ in rows}),
             col(AnnotationSuggestion.error).is_(None),
         )
         suggestions = {(s.message_id, s.question_id): s.value for s in session.exec(query)}
     kinds = _question_kinds(session, study.id or 0)
     records: dict[str, list[Any]] = {key: [] for key in ("participants", "conversations", "arms", "items")}
     records.update(answers=[], suggestions=[], handling_ms=[], categorical=[])
-    for annotation, chat in rows:
+    for annotation, chat, arm in rows:
         records["participants"].append(annotation.participant_id)
         records["conversations"].append(chat.id)
-        records["arms"].append(chat.arm)
+        records["arms"].append(arm)
         records["items"].append((annotation.message_id, annotation.question_id))
         records["answers"].append(annotation.value)
         records["suggestions"].append(suggestions.get((annotation.message_id, annotation.question_id)))

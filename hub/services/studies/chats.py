@@ -20,7 +20,7 @@ from hub.models import (
     StudySystem,
 )
 from hub.models.common import utcnow
-from hub.services.studies import arms, assistance, studies
+from hub.services.studies import arms, assistance, reviews, studies
 from hub.services.studies import schema as schemas
 from hub.services.studies.participants import Viewer, participant_for, readable_chat
 from hub.services.studies.studies import system_json
@@ -202,16 +202,22 @@ def tree_json(session: Session, viewer: Viewer, chat: Chat) -> dict[str, Any]:
     annotations = select(ChatAnnotation).where(col(ChatAnnotation.message_id).in_(ids))
     if not viewer.is_admin:
         annotations = annotations.where(ChatAnnotation.participant_id == viewer.participant_in(chat.study_id))
+    study = session.get(Study, chat.study_id)
+    assert study is not None
+    reviewing = reviews.is_reviewer(viewer, chat)  # another participant's conversation, read to annotate it
+    arm = reviews.annotator_arm(study, chat, participant_for(session, viewer, chat.study_id)) if reviewing else chat.arm
     suggestions: list[AnnotationSuggestion] = []
-    if viewer.is_admin or chat.arm in ASSISTED_ARMS:
+    if viewer.is_admin or arm in ASSISTED_ARMS:
         query = select(AnnotationSuggestion).where(col(AnnotationSuggestion.message_id).in_(ids))
         suggestions = list(session.exec(query.where(col(AnnotationSuggestion.error).is_(None))))
     branches = session.exec(select(ChatBranch).where(ChatBranch.chat_id == chat.id).order_by(col(ChatBranch.id)))
     reverts = session.exec(select(ChatRevert).where(ChatRevert.chat_id == chat.id).order_by(col(ChatRevert.id)))
-    study = session.get(Study, chat.study_id)
+    conversation = chat_json(session, chat, admin=viewer.is_admin)
+    if reviewing:  # the reviewer's own arm, and not who wrote it
+        conversation |= {"arm": arm, "participant_id": None, "reviewing": True}
     return {
-        "conversation": chat_json(session, chat, admin=viewer.is_admin),
-        "schema_version": study.schema_version if study else None,
+        "conversation": conversation,
+        "schema_version": study.schema_version,
         "current_leaf_id": chat.current_leaf_id,
         "active_path": [m.id for m in active_path(session, chat)],
         "messages": [message_json(m) for m in messages],
@@ -255,8 +261,9 @@ def tree_json(session: Session, viewer: Viewer, chat: Chat) -> dict[str, Any]:
 def annotate(
     session: Session, viewer: Viewer, chat_id: int, message_id: int, form: AnnotationsForm
 ) -> list[ChatAnnotation]:
-    """Store (or replace) the viewer's answers about one message; all checked before any is written."""
-    chat = chat_for(session, viewer, chat_id)
+    """Store (or replace) the viewer's answers about one message (of their own conversation, or of one they
+    review: reviews.py); all checked before any is written."""
+    chat = reviews.viewable_chat(session, viewer, chat_id)
     message = message_of(session, chat, message_id)
     if message.status != "ok":
         raise Conflict("only a finished message can be annotated", field="message_id")

@@ -7,6 +7,9 @@ Agreement uses Krippendorff's alpha at the level each question kind has (binary 
 over its points, multi-select with the Jaccard distance between the sets chosen) and raw percent agreement, each with
 a 95% percentile bootstrap interval over annotated turns (seed 0, recorded in the signature). Free text has none.
 Answers given by an admin without a participant (testing) count in distributions but not in agreement.
+The turns several participants annotated are those other participants reviewed (hub/services/studies/reviews.py:
+a participant annotates another's finished conversation): their answers are ordinary answers here, from every arm
+pooled (the assistance section compares arms; an assisted arm's answers may agree more because of the suggestion).
 """
 
 from __future__ import annotations

@@ -94,13 +94,15 @@ function render() {
       render();
       turnsList.focus();
     },
-    onOutcome: markOutcome,
+    onOutcome: config.reviewing ? null : markOutcome,
   });
   const leaf = state.byId.get(currentLeaf());
   const blocked = !onActive || state.busy || finished() || studyClosed() || (leaf && leaf.status === "error");
   input.disabled = sendButton.disabled = !!blocked;
   $("finish-chat").hidden = finished() || studyClosed();
-  $("composer-note").textContent = finished()
+  $("composer-note").textContent = config.reviewing
+    ? "You are reviewing another participant's conversation: answer the questions about its turns (only you see your answers)."
+    : finished()
     ? "This conversation is finished: you can still read it and answer the questions about its turns."
     : config.someone_elses
     ? "This is a participant's conversation: you can read it; only its participant continues it."
@@ -143,8 +145,9 @@ function imageList(message) {
 
 function turnItem(m, onActive) {
   const li = el("li", { class: `turn turn-${m.role}`, id: `turn-${m.id}`, "data-message": String(m.id) });
-  const who = m.role === "user" ? "You" : config.system_label;
-  li.append(el("span", { class: "role", text: m.edit_of_id ? `${who} · edited by you` : who }));
+  const who = m.role === "user" ? (config.reviewing ? "Participant" : "You") : config.system_label;
+  const editor = config.reviewing ? "the participant" : "you"; // a reviewer reads someone else's conversation
+  li.append(el("span", { class: "role", text: m.edit_of_id ? `${who} · edited by ${editor}` : who }));
   if (m.status === "error") {
     li.classList.add("turn-error");
     if (m.content) li.append(el("div", { class: "content partial", text: m.content, title: "What had arrived before the reply failed" }));

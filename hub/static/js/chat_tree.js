@@ -98,7 +98,8 @@ export function renderTree({ container, messages, branches, currentLeafId, viewe
   for (const b of [...branches].sort((x, y) => x.id - y.id)) {
     const n = numbers.get(b.id);
     const box = el("input", { type: "checkbox", checked: !!b.successful, "aria-label": `Branch ${n} was successful` });
-    box.addEventListener("change", () => onOutcome(b, box.checked, box));
+    if (onOutcome) box.addEventListener("change", () => onOutcome(b, box.checked, box));
+    else box.disabled = true; // a reviewer reads another participant's branches, the author marks them
     const view = el("button", {
       type: "button",
       class: "plain",

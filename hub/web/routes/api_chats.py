@@ -20,7 +20,7 @@ from hub.db import get_engine
 from hub.errors import NotFound
 from hub.models import Chat
 from hub.services.judging.registry import validated
-from hub.services.studies import chat_tree, chats, turns
+from hub.services.studies import chat_tree, chats, reviews, turns
 from hub.services.studies.images import MAX_IMAGES_PER_MESSAGE
 from hub.services.studies.participants import Viewer
 from hub.storage import get_storage
@@ -120,8 +120,17 @@ def list_conversations(study_id: DatabaseId, session: SessionDep, viewer: StudyV
 
 @router.get("/api/conversations/{conversation_id}")
 def get_conversation(conversation_id: DatabaseId, session: SessionDep, viewer: StudyViewerDep) -> dict[str, Any]:
-    """The whole tree: messages with parent ids, branches, reversals, the viewer's annotations, the active leaf."""
-    return chats.tree_json(session, viewer, chats.chat_for(session, viewer, conversation_id))
+    """The whole tree: messages with parent ids, branches, reversals, the viewer's annotations, the active leaf.
+    Also for a participant reviewing another participant's finished conversation (see the review route)."""
+    return chats.tree_json(session, viewer, reviews.viewable_chat(session, viewer, conversation_id))
+
+
+@router.get("/api/studies/{study_id}/review/next")
+def next_review(study_id: DatabaseId, session: SessionDep, viewer: StudyViewerDep) -> dict[str, Any]:
+    """Cross-review: the next finished conversation of another participant for this participant to read and
+    annotate (the one with the fewest reviewers, lowest id among equals): {conversation_id, reviews, remaining,
+    page_url}, or {conversation_id: null, reason} when none is left. 404 for anyone not a participant."""
+    return reviews.next_for_review(session, viewer, study_id)
 
 
 @router.post("/api/conversations/{conversation_id}/finish")

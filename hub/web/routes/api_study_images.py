@@ -13,7 +13,7 @@ from hub.errors import NotFound, UnprocessableInput
 from hub.models import ChatMessage, Study
 from hub.services.accounts import rate_limits
 from hub.services.accounts.rate_limits import client_address
-from hub.services.studies import images, participants, studies
+from hub.services.studies import images, participants, reviews, studies
 from hub.storage import get_storage
 from hub.web.deps import DatabaseId, SessionDep
 from hub.web.openapi_docs import error_responses
@@ -53,7 +53,7 @@ async def upload_image(
 )
 def conversation_image(chat_id: DatabaseId, key: str, session: SessionDep, viewer: StudyViewerDep) -> Response:
     """An image sent in this conversation, for whoever may read the conversation."""
-    chat = participants.readable_chat(session, viewer, chat_id)
+    chat = reviews.viewable_chat(session, viewer, chat_id)  # its participant, an admin, or a reviewer
     if not images.KEY.fullmatch(key):
         raise NotFound("no such image in this conversation", field="key")
     sent = session.exec(select(ChatMessage.images).where(ChatMessage.chat_id == chat.id, ChatMessage.role == "user"))

@@ -13,7 +13,7 @@ from sqlmodel import col, select
 from hub.errors import HubError, NotFound
 from hub.models import Chat, Study, StudySystem, User
 from hub.services.accounts.rate_limits import client_address
-from hub.services.studies import chats, images, participants, studies
+from hub.services.studies import chats, images, participants, reviews, studies
 from hub.services.studies.participants import Viewer, session_participants
 from hub.web.csrf import CsrfDep, csrf_token
 from hub.web.deps import DatabaseId, SessionDep, optional_user
@@ -77,7 +77,21 @@ def study_home(request: Request, study_id: DatabaseId, session: SessionDep, view
     own = list(session.exec(query.order_by(col(Chat.id).desc()).limit(200)))
     systems = {s.id: s for s in studies.systems_of(session, study_id)}
     context = {"study": study, "systems": list(systems.values()), "chats": own, "labels": systems}
+    context["can_review"] = participant is not None and study.status == "open"  # cross-review: reviews.py
+    context["nothing_to_review"] = request.query_params.get("review") == "none"
     return page(request, "studies/home.html", viewer.user, context)
+
+
+@router.get("/{study_id}/review")
+def review_next(request: Request, study_id: DatabaseId, session: SessionDep, viewer: PageViewerDep):
+    """Cross-review: open the next finished conversation of another participant, read-only, to annotate it."""
+    try:
+        found = reviews.next_for_review(session, viewer, study_id)
+    except HubError as exc:
+        return error_page(request, viewer.user, exc)
+    if found["conversation_id"] is None:
+        return RedirectResponse(f"/studies/{study_id}?review=none", status_code=303)
+    return RedirectResponse(found["page_url"], status_code=303)
 
 
 @router.post("/{study_id}/conversations")
@@ -129,7 +143,7 @@ def chat_config(
 @router.get("/{study_id}/conversations/{chat_id}")
 def chat_page(request: Request, study_id: DatabaseId, chat_id: DatabaseId, session: SessionDep, viewer: PageViewerDep):
     try:
-        chat = participants.readable_chat(session, viewer, chat_id)
+        chat = reviews.viewable_chat(session, viewer, chat_id)  # also another participant's, to review it
         if chat.study_id != study_id:
             raise NotFound(f"no conversation #{chat_id}", field="conversation_id")
         study = studies.get_study(session, study_id)
@@ -142,6 +156,7 @@ def chat_page(request: Request, study_id: DatabaseId, chat_id: DatabaseId, sessi
     participant = participants.participant_for(session, viewer, study_id)
     # an admin looking at a participant's conversation reads it; only its participant continues it
     own = chat.participant_id is None or (participant is not None and participant.id == chat.participant_id)
+    reviewing = reviews.is_reviewer(viewer, chat)
     context = {
         "study": study,
         "system": system,
@@ -149,4 +164,5 @@ def chat_page(request: Request, study_id: DatabaseId, chat_id: DatabaseId, sessi
         "config": chat_config(request, study, system, chat, schema, admin=viewer.is_admin, someone_elses=not own),
         "max_image_mb": images.MAX_IMAGE_BYTES // (1024 * 1024),
     }
+    context["config"]["reviewing"] = reviewing
     return page(request, "studies/chat.html", viewer.user, context)
