@@ -71,16 +71,20 @@ def _band(rank: int, of: int) -> str:
 PROMPT_TEXT_CHARS = 120  # of a prompt's last turn, in the IRT lists
 
 
-def _with_text(dataset_name: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each prompt row with `text`: its last context turn, cut to PROMPT_TEXT_CHARS (None when the dataset is not
-    installed here, as for votes imported without their prompts)."""
+def _prompt_texts(dataset_name: str) -> dict[str, str]:
+    """Prompt id -> its last context turn, cut to PROMPT_TEXT_CHARS (empty when the dataset is not installed here,
+    as for votes imported without their prompts)."""
     try:
         dataset = installed_dataset(dataset_name)
     except HubError:
-        return [{**row, "text": None} for row in rows]
+        return {}
     last = {p.id: p.context[-1].content if p.context else "" for p in dataset.prompts}
-    cut = {k: v if len(v) <= PROMPT_TEXT_CHARS else v[: PROMPT_TEXT_CHARS - 1] + "…" for k, v in last.items()}
-    return [{**row, "text": cut.get(row["prompt"])} for row in rows]
+    return {k: v if len(v) <= PROMPT_TEXT_CHARS else v[: PROMPT_TEXT_CHARS - 1] + "…" for k, v in last.items()}
+
+
+def _with_text(texts: dict[str, str], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each prompt row with `text` (None for a prompt not in `texts`)."""
+    return [{**row, "text": texts.get(row["prompt"])} for row in rows]
 
 
 def published_fit(session: Session, dataset_name: str) -> dict[str, Any] | None:
@@ -102,6 +106,7 @@ def published_fit(session: Session, dataset_name: str) -> dict[str, Any] | None:
     ]
     for pair in pairs:
         pair["better_label"] = label.get(pair["better_id"])
+    texts = _prompt_texts(dataset_name)  # read once for the three prompt lists
     return {
         "fit_id": fit.id,
         "dataset": dataset_name,
@@ -118,9 +123,9 @@ def published_fit(session: Session, dataset_name: str) -> dict[str, Any] | None:
         "converged": report["converged"],
         "systems": systems,
         "pairs": pairs,
-        "prompts": _with_text(dataset_name, report["prompts"]),
-        "most_discriminating": _with_text(dataset_name, report["most_discriminating"]),
-        "least_discriminating": _with_text(dataset_name, report["least_discriminating"]),
+        "prompts": _with_text(texts, report["prompts"]),
+        "most_discriminating": _with_text(texts, report["most_discriminating"]),
+        "least_discriminating": _with_text(texts, report["least_discriminating"]),
         "url": f"/irt/{dataset_name}",
     }
 
