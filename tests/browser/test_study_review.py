@@ -32,6 +32,7 @@ def test_a_participant_reviews_another_participants_conversation(browser, site):
 
     reviewer.click("a.review-next")  # nothing finished yet: said on the home page
     expect(reviewer.locator("text=no other participant's finished conversation")).to_be_visible()
+    _shot(reviewer, "review-home")
 
     author.click("button.start-chat")
     author.wait_for_url(re.compile(r"/studies/\d+/conversations/\d+$"))
@@ -51,6 +52,7 @@ def test_a_participant_reviews_another_participants_conversation(browser, site):
     reply = reviewer.locator("li.turn-assistant")
     expect(reply).to_contain_text("Reply 1 to: Which bot are you?")
     assert reviewer.locator("li.turn-user .role").text_content() == "Participant"
+    assert reviewer.locator(".tree-speaker").first.text_content() == "Participant"
     expect(reviewer.locator("#composer-note")).to_contain_text("reviewing another participant's conversation")
     expect(reviewer.locator("#message")).to_be_disabled()
     assert reviewer.locator(".edit-reply, .go-back").count() == 0 and reviewer.locator("#finish-chat").is_hidden()

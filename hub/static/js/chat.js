@@ -95,6 +95,7 @@ function render() {
       turnsList.focus();
     },
     onOutcome: config.reviewing ? null : markOutcome,
+    reviewing: !!config.reviewing,
   });
   const leaf = state.byId.get(currentLeaf());
   const blocked = !onActive || state.busy || finished() || studyClosed() || (leaf && leaf.status === "error");

@@ -21,9 +21,11 @@ function snippet(text, limit) {
   return flat.length > limit ? flat.slice(0, limit - 1) + "…" : flat || "(empty)";
 }
 
-function speaker(message) {
-  if (message.role === "user") return "You";
-  return message.edit_of_id ? "System (your edit)" : "System";
+// `reviewing`: the viewer reads another participant's conversation (cross-review), so its turns are not "yours".
+function speaker(message, reviewing) {
+  if (message.role === "user") return reviewing ? "Participant" : "You";
+  if (!message.edit_of_id) return "System";
+  return reviewing ? "System (the participant's edit)" : "System (your edit)";
 }
 
 export function branchWords(branch) {
@@ -44,7 +46,7 @@ function branchFor(messageId, branches, byId, preferredLeaf) {
   return holding.find((b) => b.leaf_id === preferredLeaf) || holding.find((b) => !b.closed_by) || holding[0] || null;
 }
 
-export function renderTree({ container, messages, branches, currentLeafId, viewedLeafId, onView, onOutcome }) {
+export function renderTree({ container, messages, branches, currentLeafId, viewedLeafId, onView, onOutcome, reviewing }) {
   const byId = new Map(messages.map((m) => [m.id, m]));
   const children = new Map();
   for (const m of [...messages].sort((a, b) => a.id - b.id)) {
@@ -68,7 +70,7 @@ export function renderTree({ container, messages, branches, currentLeafId, viewe
       "aria-current": m.id === viewedLeafId ? "true" : null,
       title: branch ? `Branch ${numbers.get(branch.id)} (${branchWords(branch)})` : null,
     });
-    button.append(el("span", { class: "tree-speaker", text: speaker(m) }), ` ${snippet(m.content || m.error, 48)}`);
+    button.append(el("span", { class: "tree-speaker", text: speaker(m, reviewing) }), ` ${snippet(m.content || m.error, 48)}`);
     button.addEventListener("click", () => onView(branch ? branch.leaf_id : m.id));
     return el("li", {}, button);
   };
