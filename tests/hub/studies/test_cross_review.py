@@ -100,9 +100,16 @@ def test_a_participant_reviews_another_participants_finished_conversation(hub_en
             ("post", f"{url}/revert", {"message_id": reply}),
             ("post", f"{url}/finish", None),
             ("post", f"{url}/messages/{reply}/retry", None),
+            ("post", f"{url}/branches/{tree.json()['branches'][0]['id']}/outcome", {"successful": False}),
         ]
         for method, path, payload in writes:
             assert getattr(reviewer, method)(path, json=payload).status_code == 404, path
+        # the drafting assistant follows the reviewer's arm: none in a study without assistance
+        draft = reviewer.post(
+            f"{url}/drafts", json={"purpose": "free_text", "message_id": reply, "question_id": "note"}
+        )
+        assert draft.status_code == 403, draft.text
+        assert "real-time arm" in draft.text and "conversation_id" in draft.text
 
         # a second reviewer is offered the least-reviewed conversation: the author's second one before the first
         second = author.post(f"/api/studies/{sid}/conversations", json={}).json()["id"]
