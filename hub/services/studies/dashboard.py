@@ -195,7 +195,11 @@ def dashboard(session: Session, viewer: User | None, study_id: int) -> dict[str,
             "schema_version": study.schema_version,
         },
         "counts": {
-            "participants": len({c.participant_id for c in data.chats if c.participant_id is not None}),
+            # authors and reviewers (who may have annotated without writing a conversation of their own)
+            "participants": len(
+                {c.participant_id for c in data.chats if c.participant_id is not None}
+                | {a.participant_id for a in data.annotations if a.participant_id is not None}
+            ),
             "conversations": len(data.chats),
             "user_turns": sum(m.role == "user" for m in all_messages),
             "system_turns": sum(m.role == "assistant" and m.edit_of_id is None for m in all_messages),

@@ -10,9 +10,9 @@ from fastapi import APIRouter, Body
 from sqlmodel import Session, col, select
 
 from hub.db import get_engine
-from hub.models import AnnotationSuggestion
+from hub.models import AnnotationSuggestion, Study
 from hub.services.judging.registry import validated
-from hub.services.studies import assistance, chats
+from hub.services.studies import assistance, chats, participants, reviews
 from hub.web.deps import DatabaseId, SessionDep
 from hub.web.openapi_docs import error_responses, json_body
 from hub.web.study_viewer import StudyViewerDep
@@ -27,9 +27,12 @@ def message_suggestions(
 ) -> dict[str, Any]:
     """The judge's suggestions for one message: {suggestions: [{id, question_id, value, confidence, explanation}]}
     in the assisted arm (and for admins); an empty list in every other arm."""
-    chat = chats.chat_for(session, viewer, conversation_id)
+    chat = reviews.viewable_chat(session, viewer, conversation_id)  # their own, or one they review
     message = chats.message_of(session, chat, message_id)
-    if not (viewer.is_admin or chat.arm in chats.ASSISTED_ARMS):
+    study = session.get(Study, chat.study_id)
+    annotator = participants.participant_for(session, viewer, chat.study_id)
+    arm = reviews.annotator_arm(study, chat, annotator) if study is not None else chat.arm
+    if not (viewer.is_admin or arm in chats.ASSISTED_ARMS):
         return {"suggestions": []}
     query = select(AnnotationSuggestion).where(
         AnnotationSuggestion.message_id == message.id, col(AnnotationSuggestion.error).is_(None)

@@ -104,6 +104,7 @@ def test_a_participant_reviews_another_participants_finished_conversation(hub_en
         ]
         for method, path, payload in writes:
             assert getattr(reviewer, method)(path, json=payload).status_code == 404, path
+        assert reviewer.get(f"{url}/messages/{reply}/suggestions").json() == {"suggestions": []}  # unassisted
         # the drafting assistant follows the reviewer's arm: none in a study without assistance
         draft = reviewer.post(
             f"{url}/drafts", json={"purpose": "free_text", "message_id": reply, "question_id": "note"}
@@ -117,6 +118,8 @@ def test_a_participant_reviews_another_participants_finished_conversation(hub_en
         assert third.get(f"/api/studies/{sid}/review/next").json()["conversation_id"] == second
         assert reviewer.get(f"/api/studies/{sid}/review/next").json()["conversation_id"] == second  # first reviewed
 
+        view = admin.get(f"/api/studies/{sid}/dashboard", headers=auth(people["admin"])).json()
+        assert view["counts"]["participants"] == 2  # the author and the reviewer (the third only asked)
         safe = _agreement(admin, people, sid, "safe")  # both turns answered alike by author and reviewer
         assert safe["alpha"] == pytest.approx(1.0) and safe["percent"] == pytest.approx(1.0)
         assert safe["n_items"] == 2 and safe["n_raters"] == 2
