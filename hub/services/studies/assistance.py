@@ -192,7 +192,7 @@ class PendingDraft:
 
 def _draft_question(session: Session, study: Study, message: ChatMessage, question_id: str | None) -> dict[str, Any]:
     if question_id is None:
-        raise UnprocessableInput("a free-text draft answers a question: give its question_id", field="question_id")
+        raise UnprocessableInput("a free-text draft answers a question: name the question", field="question_id")
     questions = {q["id"]: q for q in studies.schema_version(session, study).definition["questions"]}
     question = questions.get(question_id)
     if question is None or question["kind"] != "text" or not schemas.applies(question, message.role):
