@@ -9,13 +9,18 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from evaluation.llm.server import LocalChatServer
-from hub.models import Chat, ChatAnnotation, ChatMessage, Study, StudyParticipant
+from hub.models import Chat, ChatAnnotation, ChatMessage, DraftRequest, Study, StudyParticipant
 from hub.services.studies.assistance_report import assistance_report
 from hub.services.studies.reviews import annotator_arm
 from hub.web.app import create_app
 from tests.hub.conftest import auth, migrated_hub
 from tests.hub.studies.assistance_rows import seed_assistance_study
 from tests.hub.studies.helpers import KEY_ENV, SECRET, join, responder, study_body
+from tests.hub.studies.test_assistance import ARMS as ASSISTED_ARMS
+from tests.hub.studies.test_assistance import _chat as assisted_chat
+from tests.hub.studies.test_assistance import _run_queued_jobs as run_queued_jobs
+from tests.hub.studies.test_assistance import _study as assisted_study
+from tests.hub.studies.test_assistance import servers  # noqa: F401 (fixture)
 
 
 @pytest.fixture
@@ -177,3 +182,41 @@ def test_the_arm_a_reviewer_annotates_in():
     assert annotator_arm(Study(title="s", assistance=participant, created_by_id=1), chat, reviewer) == "assisted"
     assert annotator_arm(Study(title="s", assistance=participant, created_by_id=1), chat, author) == "unassisted"
     assert annotator_arm(Study(title="s", assistance=by_conversation, created_by_id=1), chat, reviewer) == "unassisted"
+
+
+def test_a_reviewer_gets_the_assistance_of_their_own_arm(hub_env, people, servers):  # noqa: F811
+    """Participant randomisation: reviewing an unassisted participant's conversation, the assisted reviewer sees the
+    judge's suggestions and the real-time reviewer gets drafts for free-text answers (recorded as theirs)."""
+    system, judge = servers
+    with TestClient(create_app()) as admin:
+        study, invite = assisted_study(admin, people, system, judge)
+        by_arm = {}
+        for _ in ASSISTED_ARMS:
+            browser = TestClient(create_app())
+            browser.__enter__()
+            me = join(browser, invite["token"])["participant"]["id"]
+            chat_id, arm, _, reply = assisted_chat(browser, study["id"])
+            by_arm[arm] = (browser, me, chat_id, reply)
+        run_queued_jobs()
+        _, _, cid, reply = by_arm["unassisted"]
+        by_arm["unassisted"][0].post(f"/api/conversations/{cid}/finish")
+        url = f"/api/conversations/{cid}"
+        for arm in ("assisted", "realtime"):
+            browser = by_arm[arm][0]
+            tree = browser.get(url).json()
+            assert tree["conversation"]["arm"] == arm
+            listed = browser.get(f"{url}/messages/{reply}/suggestions").json()["suggestions"]
+            assert bool(tree["suggestions"]) == bool(listed) == (arm == "assisted")
+        browser, me = by_arm["realtime"][:2]
+        draft = browser.post(f"{url}/drafts", json={"purpose": "free_text", "message_id": reply, "question_id": "note"})
+        assert draft.status_code == 201, draft.text
+        answer = {"question_id": "note", "value": "Draft: the user asked.", "draft_id": draft.json()["id"]}
+        stored = browser.put(f"{url}/messages/{reply}/annotations", json={"answers": [answer]})
+        assert stored.status_code == 200, stored.text
+        refused = browser.post(f"{url}/drafts", json={"purpose": "post_edit", "message_id": reply})
+        assert refused.status_code == 403 and "purpose" in refused.text  # post-edits are the author's
+        with Session(hub_env) as session:
+            row = session.get(DraftRequest, draft.json()["id"])
+            assert row.participant_id == me and row.final_text == "Draft: the user asked." and row.kept_fraction
+        for arm in ASSISTED_ARMS:
+            by_arm[arm][0].__exit__(None, None, None)
