@@ -55,6 +55,7 @@ from hub.web.routes import (
     pages_rating,
     pages_studies,
     pages_study_dashboard,
+    pages_study_participant,
 )
 from hub.web.routes.api_docs import router as docs_router
 from hub.web.security_headers import SecurityHeadersMiddleware
@@ -170,8 +171,8 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
     app.include_router(api_judging.router)
     app.include_router(api_conversations.router)
     app.include_router(api_studies.router)
-    app.include_router(api_study_images.router)
     app.include_router(api_chats.router)
+    app.include_router(api_study_images.router)
     app.include_router(api_study_assistance.router)  # suggestions, real-time drafts (MILO)
     app.include_router(api_study_data.router)  # /api/studies/ID/conversations.jsonl, annotations.csv, references
     app.include_router(pages_account.router)
@@ -180,6 +181,7 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
     app.include_router(pages_admin_experiments.router)
     app.include_router(pages_studies.router)  # /admin/studies
     app.include_router(pages_study_dashboard.router)  # /studies/ID/dashboard
+    app.include_router(pages_study_participant.router)  # /studies/...
     app.include_router(pages_public.router)
     app.include_router(pages_irt.router)
     app.include_router(pages_judging.router)
