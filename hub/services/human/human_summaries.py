@@ -168,15 +168,12 @@ def column_key(baseline_id: int) -> str:
 
 
 def leaderboard_human(
-    session: Session, dataset: str, viewer: User | None, system_ids: list[int]
+    session: Session, dataset: str, experiments: list[Experiment], counts: dict[int, Counts], system_ids: list[int]
 ) -> tuple[list[dict[str, Any]], dict[int, dict[str, dict[str, Any]]]]:
-    """Columns (one per baseline with launched experiments on `dataset` the viewer may see) and, per system, a cell
-    per column: its human win rate against that baseline, the judgements of all those experiments pooled."""
-    experiments = visible_experiments(
-        session, viewer, Experiment.dataset_name == dataset, Experiment.status != ExperimentStatus.draft
-    )
+    """Columns (one per baseline with launched `experiments` on `dataset` the viewer may see, newest first, with
+    their outcome_counts) and, per system, a cell per column: its human win rate against that baseline, the
+    judgements of all those experiments pooled."""
     systems = _names(session, experiments)
-    counts = outcome_counts(session, [e.id for e in experiments])
     pooled: dict[tuple[int, int], Counts] = defaultdict(lambda: defaultdict(int))
     sources: dict[tuple[int, int], list[int]] = defaultdict(list)
     provisional = {e.id for e in experiments if is_provisional(e)}

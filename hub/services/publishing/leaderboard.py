@@ -16,14 +16,14 @@ from evaluation.dataset import Dataset, installed_dataset_dirs, load_dataset_dir
 from evaluation.errors import EvaluationError
 from hub.errors import BadRequest, NotFound
 from hub.models import Score, Submission, System, User
-from hub.services.human.human_summaries import has_human_results, leaderboard_human, system_human
+from hub.services.human.human_summaries import has_human_results, leaderboard_human, outcome_counts, system_human
 from hub.services.judging import views as judging
 from hub.services.platform.datasets import installed_dataset
 from hub.services.platform.pagination import PageRequest, paginate
 from hub.services.publishing import column_choice
 from hub.services.publishing import leaderboard_listing as listing
 from hub.services.publishing.win_matrix import win_matrix
-from hub.services.statistics.irt_views import leaderboard_cells, statistics_index, system_irt
+from hub.services.statistics.irt_views import FitCache, irt_cells, leaderboard_cells, statistics_index, system_irt
 from hub.services.submissions.results import RESULT_STATUSES, finite
 from hub.services.submissions.submissions import can_view
 
@@ -128,44 +128,70 @@ def _sorted_rows(rows: list[dict[str, Any]], key: str, order: str) -> list[dict[
     return present + missing
 
 
+# What a leaderboard row needs of a submission and its system (System.id as `system_id`): the columns `can_view`
+# reads and the row shows, without loading whole objects.
+ENTRY_COLUMNS = (
+    col(Submission.id),
+    col(Submission.status),
+    col(Submission.dataset_fingerprint),
+    col(System.id).label("system_id"),
+    col(System.name),
+    col(System.is_baseline),
+    col(System.is_public),
+    col(System.owner_id),
+)
+
+
+def _visible_entries(session: Session, dataset_name: str, viewer: User | None) -> list[Any]:
+    """The dataset's scored submissions the viewer may see, in submission order, each one row of ENTRY_COLUMNS
+    (it has what `can_view` reads of both the submission and the system)."""
+    query = (
+        select(*ENTRY_COLUMNS)
+        .join(System, col(System.id) == col(Submission.system_id))
+        .where(Submission.dataset_name == dataset_name, col(Submission.status).in_(RESULT_STATUSES))
+        .order_by(col(Submission.id))
+    )
+    return [entry for entry in session.exec(query) if can_view(entry, entry, viewer)]
+
+
+def _entry_row(entry: Any, latest: dict[str, Any]) -> dict[str, Any]:
+    """A scored leaderboard row: the entry with the latest score of each metric."""
+    return {
+        "submission_id": entry.id,
+        "system_id": entry.system_id,
+        "system_name": entry.name,
+        "is_baseline": entry.is_baseline,
+        "is_public": can_view(entry, entry, None),
+        "status": entry.status,
+        "dataset_fingerprint": entry.dataset_fingerprint,
+        "scores": {
+            metric: {"corpus": finite(score.corpus), "signature": score.signature, "version": score.version}
+            for metric, score in sorted(latest.items())
+        },
+    }
+
+
 def _scored_rows(session: Session, dataset: Dataset, viewer: User | None) -> tuple[list[dict[str, Any]], dict]:
     """One row per visible scored submission of the dataset with the latest score of each metric, in submission
     order; and those latest scores, by submission id."""
-    query = (
-        select(Submission, System)
-        .join(System, col(System.id) == col(Submission.system_id))
-        .where(Submission.dataset_name == dataset.name, col(Submission.status).in_(RESULT_STATUSES))
-        .order_by(col(Submission.id))
-    )
-    visible = [(s, system) for s, system in session.exec(query) if can_view(s, system, viewer)]
-    latest = _latest_scores(session, [s.id for s, _ in visible])
-    rows = [
-        {
-            "submission_id": submission.id,
-            "system_id": system.id,
-            "system_name": system.name,
-            "is_baseline": system.is_baseline,
-            "is_public": can_view(submission, system, None),
-            "status": submission.status,
-            "dataset_fingerprint": submission.dataset_fingerprint,
-            "scores": {
-                metric: {"corpus": finite(score.corpus), "signature": score.signature, "version": score.version}
-                for metric, score in sorted(latest[submission.id].items())
-            },
-        }
-        for submission, system in visible
-    ]
-    return rows, latest
+    visible = _visible_entries(session, dataset.name, viewer)
+    latest = _latest_scores(session, [entry.id for entry in visible])
+    return [_entry_row(entry, latest[entry.id]) for entry in visible], latest
 
 
-def _listed(session: Session, dataset: Dataset, viewer: User | None) -> tuple[list[dict[str, Any]], dict, tuple, tuple]:
+def _listed(
+    session: Session, dataset: Dataset, viewer: User | None
+) -> tuple[list[dict[str, Any]], dict, tuple, tuple, tuple]:
     """Who the leaderboard lists: the scored entries and every public system with human or IRT results but none
-    (empty score cells); with the latest scores, the pooled human results (listing.human_overall) and the IRT ones."""
+    (empty score cells); with the latest scores, the human evidence (the launched experiments the viewer may see
+    and their outcome counts, each read once), the pooled human results (listing.human_overall) and the IRT ones."""
     rows, latest = _scored_rows(session, dataset, viewer)
-    pooled = listing.human_overall(session, dataset.name, viewer)
+    experiments = listing.launched_experiments(session, dataset.name, viewer)
+    counts = outcome_counts(session, [e.id for e in experiments])
+    pooled = listing.human_overall(dataset.name, experiments, counts)
     irt = leaderboard_cells(session, dataset.name)
     rows += listing.result_only_rows(session, {*pooled[1], *irt[1]}, {row["system_id"] for row in rows})
-    return rows, latest, pooled, irt
+    return rows, latest, (experiments, counts), pooled, irt
 
 
 def leaderboard_rows(session: Session, dataset_name: str, viewer: User | None) -> list[dict[str, Any]]:
@@ -201,8 +227,10 @@ def leaderboard(
     if q is not None and (len(q) > MAX_NAME_FILTER or not q.isprintable()):
         raise BadRequest(f"q (name filter) must be at most {MAX_NAME_FILTER} printable characters", field="q")
     chosen = column_choice.parse_columns(columns)
-    rows, latest, (pooled_column, pooled_cells, pairs), (irt_column, irt_cells) = _listed(session, dataset, viewer)
-    human_columns, human_cells = leaderboard_human(session, dataset.name, viewer, [row["system_id"] for row in rows])
+    rows, latest, (experiments, counts), pooled, irt = _listed(session, dataset, viewer)
+    (pooled_column, pooled_cells, pairs), (irt_column, irt_cells) = pooled, irt
+    system_ids = [row["system_id"] for row in rows]
+    human_columns, human_cells = leaderboard_human(session, dataset.name, experiments, counts, system_ids)
     human_columns = [pooled_column, *human_columns] if pooled_column else human_columns
     rubric_columns, rubric_cells, judge_columns, judge_cells = judging.leaderboard_cells(
         session,
@@ -323,18 +351,28 @@ def system_profile(session: Session, system_id: int, viewer: User | None) -> dic
 
 def overview(session: Session, viewer: User | None) -> dict[str, Any]:
     """Datasets with their number of leaderboard entries (every system with any published result: automatic, human
-    or IRT), the number of systems and the latest evaluated entries, all read through the leaderboards so the viewer
-    sees exactly what those show them; and the published IRT fits."""
+    or IRT), the number of systems and the latest evaluated entries, all read through the leaderboards' own listing
+    so the viewer sees exactly what those show them; and the published IRT fits. Each fit is read once; the latest
+    entries' scores are the only scores read."""
 
-    datasets, entries = [], []
+    fits = FitCache(session)
+    datasets, systems, scored = [], set(), []
     for dataset in list_datasets():
-        rows = _listed(session, installed_dataset(dataset["name"]), viewer)[0]
-        datasets.append({**dataset, "entries": len(rows), "leaderboard_url": f"/leaderboards/{dataset['name']}"})
-        entries.extend({**row, "dataset": dataset["name"]} for row in rows)
-    scored = sorted((row for row in entries if row["submission_id"] is not None), key=lambda row: -row["submission_id"])
+        name = dataset["name"]
+        visible = _visible_entries(session, name, viewer)
+        listed = {entry.system_id for entry in visible}
+        irt_ids = set(irt_cells(fits.get(name))[1])
+        human_ids = listing.human_system_ids(listing.launched_experiments(session, name, viewer))
+        extra = listing.result_only_rows(session, {*human_ids, *irt_ids}, listed)
+        datasets.append({**dataset, "entries": len(visible) + len(extra), "leaderboard_url": f"/leaderboards/{name}"})
+        systems |= listed | {row["system_id"] for row in extra}
+        scored.extend((entry, name) for entry in visible)
+    scored.sort(key=lambda pair: -pair[0].id)
+    shown = scored[:LATEST_ON_OVERVIEW]
+    latest = _latest_scores(session, [entry.id for entry, _ in shown])
     return {
         "datasets": datasets,
-        "system_count": len({row["system_id"] for row in entries}),
-        "latest": scored[:LATEST_ON_OVERVIEW],
-        "statistics": statistics_index(session),
+        "system_count": len(systems),
+        "latest": [{**_entry_row(entry, latest[entry.id]), "dataset": name} for entry, name in shown],
+        "statistics": statistics_index(session, fits),
     }

@@ -13,7 +13,7 @@ from sqlmodel import Session, col, select
 from hub.models import Experiment, ExperimentStatus, System, User
 from hub.services.human.experiment_access import visible_experiments
 from hub.services.human.experiment_results import is_provisional
-from hub.services.human.human_summaries import FLIP, Counts, outcome_counts, summary
+from hub.services.human.human_summaries import FLIP, Counts, summary
 from hub.services.platform import word_vectors
 from hub.services.publishing.win_matrix import Pair, pair_counts
 
@@ -21,18 +21,23 @@ HUMAN_ALL = "human:all"
 UNRANKED_NOTE = "not ranked: no human or IRT results yet; sort by any column"
 
 
-def human_overall(
-    session: Session, dataset: str, viewer: User | None
-) -> tuple[dict[str, Any] | None, dict[int, dict[str, Any]], dict[Pair, Counts]]:
-    """The column and, per system, its human win rate over every launched experiment on `dataset` the viewer may
-    see, against whichever system it met (the original ChatEval's comparisons are between non-baselines); and the
-    same judgements per pair of systems (for the win-rate matrix)."""
-    experiments = visible_experiments(
+def launched_experiments(session: Session, dataset: str, viewer: User | None) -> list[Experiment]:
+    """The launched (not draft) experiments on `dataset` the viewer may see, newest first: a leaderboard's human
+    evidence."""
+    return visible_experiments(
         session, viewer, Experiment.dataset_name == dataset, Experiment.status != ExperimentStatus.draft
     )
+
+
+def human_overall(
+    dataset: str, experiments: list[Experiment], counts: dict[int, Counts]
+) -> tuple[dict[str, Any] | None, dict[int, dict[str, Any]], dict[Pair, Counts]]:
+    """The column and, per system, its human win rate over the launched `experiments` on `dataset` the viewer may
+    see (launched_experiments, with their outcome_counts), against whichever system it met (the original
+    ChatEval's comparisons are between non-baselines); and the same judgements per pair of systems (for the
+    win-rate matrix)."""
     if not experiments:
         return None, {}, {}
-    counts = outcome_counts(session, [e.id for e in experiments])
     pooled: dict[int, Counts] = defaultdict(lambda: defaultdict(int))
     sources: dict[int, list[int]] = defaultdict(list)
     provisional: set[int] = set()
@@ -61,6 +66,12 @@ def human_overall(
         for system_id, ids in sources.items()
     }
     return column, cells, pair_counts(experiments, counts)
+
+
+def human_system_ids(experiments: list[Experiment]) -> set[int]:
+    """The systems `human_overall` has a cell for (both sides of every launched experiment), without counting
+    their judgements."""
+    return {system_id for e in experiments for system_id in (e.system_a_id, e.system_b_id)}
 
 
 def result_only_rows(session: Session, system_ids: set[int], listed: set[int]) -> list[dict[str, Any]]:

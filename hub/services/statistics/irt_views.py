@@ -25,7 +25,17 @@ IRT_SORT_KEY = "irt"  # the leaderboard column of IRT abilities
 
 def public_systems(session: Session, dataset_name: str) -> dict[int, System]:
     """Id -> system, for every system of a public experiment on the dataset (the systems a fit may show)."""
-    query = select(Experiment).where(Experiment.dataset_name == dataset_name).order_by(col(Experiment.id))
+    query = (  # what public_experiment_ids reads of an experiment, without its stored options
+        select(
+            col(Experiment.id),
+            col(Experiment.status),
+            col(Experiment.dataset_name),
+            col(Experiment.system_a_id),
+            col(Experiment.system_b_id),
+        )
+        .where(Experiment.dataset_name == dataset_name)
+        .order_by(col(Experiment.id))
+    )
     experiments = list(session.exec(query))
     public = public_experiment_ids(session, experiments)
     ids = [i for e in experiments if e.id in public for i in (e.system_a_id, e.system_b_id)]
@@ -141,9 +151,22 @@ def dataset_irt(session: Session, dataset_name: str) -> dict[str, Any]:
     return {"dataset": dataset_name, "fit": fit, "min_judgements": MIN_JUDGEMENTS}
 
 
-def leaderboard_cells(session: Session, dataset_name: str) -> tuple[dict[str, Any] | None, dict[int, dict[str, Any]]]:
-    """The fit's summary for the column header and, per system id, its ability cell."""
-    fit = published_fit(session, dataset_name)
+class FitCache:
+    """`published_fit` of each dataset, read once per view-model build (the overview needs each fit for its
+    leaderboard counts and its statistics list)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.fits: dict[str, dict[str, Any] | None] = {}
+
+    def get(self, dataset_name: str) -> dict[str, Any] | None:
+        if dataset_name not in self.fits:
+            self.fits[dataset_name] = published_fit(self.session, dataset_name)
+        return self.fits[dataset_name]
+
+
+def irt_cells(fit: dict[str, Any] | None) -> tuple[dict[str, Any] | None, dict[int, dict[str, Any]]]:
+    """A published fit's summary for the leaderboard's column header and, per system id, its ability cell."""
     if fit is None:
         return None, {}
     header = {
@@ -156,6 +179,11 @@ def leaderboard_cells(session: Session, dataset_name: str) -> tuple[dict[str, An
         "higher_is_better": True,
     }
     return header, {row["system_id"]: row for row in fit["systems"]}
+
+
+def leaderboard_cells(session: Session, dataset_name: str) -> tuple[dict[str, Any] | None, dict[int, dict[str, Any]]]:
+    """The newest fit's summary for the column header and, per system id, its ability cell."""
+    return irt_cells(published_fit(session, dataset_name))
 
 
 def _verdict(pair: dict[str, Any], system_id: int) -> dict[str, Any]:
@@ -274,11 +302,12 @@ def discrimination_by_prompt(session: Session, dataset_name: str) -> dict[str, d
     return {row["prompt"]: {**row, "rank": rank} for rank, row in enumerate(fit["prompts"], start=1)}
 
 
-def statistics_index(session: Session) -> list[dict[str, Any]]:
+def statistics_index(session: Session, fits: FitCache | None = None) -> list[dict[str, Any]]:
     """Every dataset with a published fit: its judgement count, top system and when it was fitted (overview)."""
+    fits = fits or FitCache(session)
     found = []
     for dataset_name in fitted_datasets(session):
-        fit = published_fit(session, dataset_name)
+        fit = fits.get(dataset_name)
         if fit is None or not fit["systems"]:
             continue
         found.append(
