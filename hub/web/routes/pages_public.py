@@ -78,7 +78,7 @@ def _kept(board: dict[str, Any]) -> dict[str, Any]:
 
 def _board_url(board: dict[str, Any], **params: Any) -> str:
     """The leaderboard with `params` (sort, order) and what it keeps, chosen columns repeated as the form sends."""
-    kept = {**_kept(board), **params}
+    kept = {**params, **{k: v for k, v in _kept(board).items() if k not in params}}  # sort first, as in every link
     query = urlencode({k: v for k, v in kept.items() if v not in (None, "", [])}, doseq=True)
     return f"/leaderboards/{board['dataset']['name']}" + (f"?{query}" if query else "")
 
