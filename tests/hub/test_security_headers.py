@@ -89,8 +89,9 @@ def test_the_mturk_task_page_may_be_framed_by_mturk_only(client):
 def test_templates_have_no_inline_script_or_style():
     """What a strict policy would block: inline scripts (data blocks of type application/json are not run and are
     allowed), event-handler attributes, javascript: links, style attributes and <style> elements. Pages the hub serves
-    are the top-level templates and those of templates/studies/; templates/standalone/ holds files written for reading outside the hub (a snapshot's
-    index.html, opened from disk or S3 with no server and no policy), which must carry their own style."""
+    are the top-level templates and those of templates/studies/; templates/standalone/ holds files written for reading
+    outside the hub (a snapshot's index.html, opened from disk or S3 with no server and no policy), which must carry
+    their own style."""
     found = []
     for template in sorted([*TEMPLATES.glob("*.html"), *TEMPLATES.glob("studies/*.html")]):
         text = template.read_text(encoding="utf-8")

@@ -139,7 +139,9 @@ def normalised_schema(upload: StudyForm | SchemaUpload) -> tuple[dict[str, Any],
     if upload.schema_text is not None:
         return schemas.checked(upload.schema_text, upload.schema_format, field="schema_text"), upload.schema_format
     if upload.schema_ is None:
-        raise UnprocessableInput("the study needs an annotation schema (an object, or YAML or JSON text)", field="schema")
+        raise UnprocessableInput(
+            "the study needs an annotation schema (an object, or YAML or JSON text)", field="schema"
+        )
     return schemas.checked_object(upload.schema_, field="schema"), "json"
 
 
