@@ -37,12 +37,12 @@ def card_url(dataset: str, judge_id: int) -> str:
 
 def public_system_ids(session: Session, dataset: str) -> set[int]:
     """Systems anyone may see on the dataset (a published submission of a public system or a baseline)."""
-    query = (
-        select(Submission, System)
+    query = (  # what can_view reads of both, as columns (whole rows would decode every submission's stored lists)
+        select(col(Submission.status), col(System.id), col(System.is_public), col(System.is_baseline))
         .join(System, col(System.id) == col(Submission.system_id))
         .where(Submission.dataset_name == dataset, col(Submission.status).in_(RESULT_STATUSES))
     )
-    return {system.id for submission, system in session.exec(query) if can_view(submission, system, None)}
+    return {entry.id for entry in session.exec(query) if can_view(entry, entry, None)}
 
 
 def _judgements(
