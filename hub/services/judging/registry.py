@@ -26,30 +26,17 @@ MAX_RUBRIC_CHARS = 64 * 1024
 KINDS = ("judge", "rubric", "function_metric")
 
 
-class JudgeForm(BaseModel):
-    """What an admin registers; every field bounded (a 422 names the field)."""
+class EndpointForm(BaseModel):
+    """An OpenAI-compatible endpoint as admins give it (a judge, a study's system): the URL without credentials and
+    the NAME of the environment variable holding the key, never the key; every field bounded (a 422 names it)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=120)
     base_url: str = Field(min_length=1, max_length=2_000, description="OpenAI-compatible, up to and including /v1.")
     model: str = Field(min_length=1, max_length=200)
     key_ref: str | None = Field(
         default=None, max_length=100, description="Name of the environment variable holding the key (never the key)."
     )
-    template_version: str = Field(default="pairwise-v1", max_length=40)
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    max_tokens: int = Field(default=512, ge=1, le=32_768)
-    concurrency: int = Field(default=8, ge=1, le=64)
-    timeout_s: float = Field(default=60.0, ge=1.0, le=600.0)
-
-    @field_validator("name", "model")
-    @classmethod
-    def _printable(cls, value: str) -> str:
-        value = value.strip()
-        if not value or not value.isprintable() or "|" in value:
-            raise ValueError("printable characters only, no '|'")
-        return value
 
     @field_validator("base_url")
     @classmethod
@@ -65,6 +52,25 @@ class JudgeForm(BaseModel):
             return None
         if not KEY_REF.match(value):
             raise ValueError("the NAME of an environment variable (letters, digits, _), never the key itself")
+        return value
+
+
+class JudgeForm(EndpointForm):
+    """What an admin registers; every field bounded (a 422 names the field)."""
+
+    name: str = Field(min_length=1, max_length=120)
+    template_version: str = Field(default="pairwise-v1", max_length=40)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=512, ge=1, le=32_768)
+    concurrency: int = Field(default=8, ge=1, le=64)
+    timeout_s: float = Field(default=60.0, ge=1.0, le=600.0)
+
+    @field_validator("name", "model")
+    @classmethod
+    def _printable(cls, value: str) -> str:
+        value = value.strip()
+        if not value or not value.isprintable() or "|" in value:
+            raise ValueError("printable characters only, no '|'")
         return value
 
     @field_validator("template_version")

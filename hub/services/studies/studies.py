@@ -5,7 +5,6 @@ the assistance settings and the participant cap."""
 from __future__ import annotations
 
 import os
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
@@ -15,11 +14,10 @@ from evaluation.llm.config import EndpointConfig
 from hub.errors import Forbidden, NotFound, UnprocessableInput
 from hub.models import Judge, Study, StudySchema, StudySystem, User
 from hub.models.common import utcnow
-from hub.services.judging.registry import validated
+from hub.services.judging.registry import EndpointForm, validated
 from hub.services.platform import audit
 from hub.services.studies import schema as schemas
 
-KEY_REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 MAX_SYSTEMS = 10
 MAX_INSTRUCTIONS = 20_000
 MAX_PROMPT = 20_000
@@ -27,17 +25,10 @@ MAX_PARTICIPANTS = 100_000
 ARMS = ("unassisted", "assisted", "realtime")
 
 
-class SystemForm(BaseModel):
+class SystemForm(EndpointForm):
     """One system participants chat with; every field bounded (a 422 names it without echoing its value)."""
 
-    model_config = ConfigDict(extra="forbid")
-
     label: str = Field(min_length=1, max_length=120)
-    base_url: str = Field(min_length=1, max_length=2_000, description="OpenAI-compatible, up to and including /v1.")
-    model: str = Field(min_length=1, max_length=200)
-    key_ref: str | None = Field(
-        default=None, max_length=100, description="Name of the environment variable holding the key (never the key)."
-    )
     system_prompt: str = Field(default="", max_length=MAX_PROMPT)
     temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     max_tokens: int = Field(default=512, ge=1, le=32_768)
@@ -51,22 +42,6 @@ class SystemForm(BaseModel):
         value = value.strip()
         if not value or not value.isprintable():
             raise ValueError("printable characters only")
-        return value
-
-    @field_validator("base_url")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")) or not value.isprintable() or "@" in value:
-            raise ValueError("an http(s) URL without credentials")
-        return value.rstrip("/")
-
-    @field_validator("key_ref")
-    @classmethod
-    def _key_ref(cls, value: str | None) -> str | None:
-        if value in (None, ""):
-            return None
-        if not KEY_REF.match(value):
-            raise ValueError("the NAME of an environment variable (letters, digits, _), never the key itself")
         return value
 
 
