@@ -17,6 +17,7 @@ from evaluation.llm.server import LocalChatServer
 from evaluation.loglik import read_loglik
 from evaluation.responses import read_responses
 from tests.llm.conftest import CHATEVAL, KEY
+from tests.llm.processes import ctrl_c_reaches_child
 
 
 def reply_for(request: dict) -> str:
@@ -116,7 +117,9 @@ def test_ctrl_c_stops_with_a_resume_hint(tmp_path):
     with LocalChatServer(responder=reply_for, latency_s=0.05) as server:
         command = [CHATEVAL, "generate", "--dataset", "hub-open-v1", "--endpoint", server.base_url, "--model", "m",
                    "--concurrency", "2", "--out", str(out), "--no-progress"]  # fmt: skip
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_reaches_child
+        )
         wait_for_lines(out, 10, process)
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=60)

@@ -16,6 +16,7 @@ from evaluation.llm.client import ChatClient
 from evaluation.llm.rules import ReplyRules
 from evaluation.llm.server import LocalChatServer
 from tests.llm.conftest import CHATEVAL, fast_config
+from tests.llm.processes import ctrl_c_reaches_child
 
 RULES = """
 default: "No idea."
@@ -92,6 +93,7 @@ def test_judge_server_command_serves_until_interrupted(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        preexec_fn=ctrl_c_reaches_child,
     )
     try:
         line = process.stdout.readline()
