@@ -149,22 +149,28 @@ def get_judge(session: Session, judge_id: int) -> Judge:
     return judge
 
 
+def endpoint_from(row: Any, *, who: str, where: str, **settings: Any) -> EndpointConfig:
+    """A stored endpoint (a judge, a study's system) with its key read from the environment now; an unset reference is
+    named ("`who`: key reference NAME is not set `where`"), never a key. `settings` add to or override the row's."""
+    key = None
+    if row.key_ref:
+        key = os.environ.get(row.key_ref)
+        if not key:
+            raise UnprocessableInput(f"{who}: key reference {row.key_ref} is not set {where}")
+    return EndpointConfig(
+        base_url=row.base_url,
+        model=row.model,
+        api_key=SecretStr(key) if key else None,
+        temperature=row.temperature,
+        max_tokens=row.max_tokens,
+        timeout_s=row.timeout_s,
+        **settings,
+    )
+
+
 def endpoint_config(judge: Judge) -> EndpointConfig:
     """The judge's endpoint with its key read from the environment now; an unset reference is named, never a key."""
-    key = None
-    if judge.key_ref:
-        key = os.environ.get(judge.key_ref)
-        if not key:
-            raise UnprocessableInput(f"judge {judge.name!r}: key reference {judge.key_ref} is not set on this worker")
-    return EndpointConfig(
-        base_url=judge.base_url,
-        model=judge.model,
-        api_key=SecretStr(key) if key else None,
-        temperature=judge.temperature,
-        max_tokens=judge.max_tokens,
-        concurrency=judge.concurrency,
-        timeout_s=judge.timeout_s,
-    )
+    return endpoint_from(judge, who=f"judge {judge.name!r}", where="on this worker", concurrency=judge.concurrency)
 
 
 def response_metrics() -> list[str]:

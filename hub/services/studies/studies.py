@@ -7,14 +7,14 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from sqlmodel import Session, col, select
 
 from evaluation.llm.config import EndpointConfig
 from hub.errors import Forbidden, NotFound, UnprocessableInput
 from hub.models import Judge, Study, StudySchema, StudySystem, User
 from hub.models.common import utcnow
-from hub.services.judging.registry import EndpointForm, validated
+from hub.services.judging.registry import EndpointForm, endpoint_from, validated
 from hub.services.platform import audit
 from hub.services.studies import schema as schemas
 
@@ -230,20 +230,7 @@ def set_status(session: Session, admin: User | None, study: Study, status: str, 
 
 def endpoint_config(system: StudySystem) -> EndpointConfig:
     """The system's endpoint with its key read from the environment now (an unset reference is named, never a key)."""
-    key = None
-    if system.key_ref:
-        key = os.environ.get(system.key_ref)
-        if not key:
-            raise UnprocessableInput(f"system {system.label!r}: key reference {system.key_ref} is not set on the hub")
-    return EndpointConfig(
-        base_url=system.base_url,
-        model=system.model,
-        api_key=SecretStr(key) if key else None,
-        temperature=system.temperature,
-        max_tokens=system.max_tokens,
-        timeout_s=system.timeout_s,
-        max_retries=0,
-    )
+    return endpoint_from(system, who=f"system {system.label!r}", where="on the hub", max_retries=0)
 
 
 def system_json(system: StudySystem, *, admin: bool) -> dict[str, Any]:
