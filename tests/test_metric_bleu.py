@@ -10,7 +10,7 @@ import pytest
 import sacrebleu
 
 from evaluation.errors import ConfigurationError
-from evaluation.metrics import MetricInputs, create
+from evaluation.metrics import MetricInputs, bleu, create
 
 NCM_SYSTEMS = ("cakechat", "ncm_original", "opennmt_seq2seq", "parlai_seq2seq_personachat")
 
@@ -125,6 +125,15 @@ def test_edge_cases_equal_sacrebleu(spec, config):
     result = ours(EDGE_RESPONSES, EDGE_REFERENCES, spec, config)
     assert result.per_prompt == pytest.approx(expected, abs=1e-9)
     assert result.corpus == pytest.approx(sum(expected) / len(expected), abs=1e-9)
+
+
+@pytest.mark.parametrize(("spec", "config"), [("bleu-2", {}), ("bleu-4", {"tokenizer": "none", "lowercase": True})])
+def test_prompts_in_chunks_equal_sacrebleu(spec, config, monkeypatch):
+    """Prompts are scored a chunk at a time from one encoding of all responses and references."""
+    monkeypatch.setattr(bleu, "CHUNK_PROMPTS", 3)  # chunks with 1, 2, 3 and 0 usable references
+    responses, references = EDGE_RESPONSES * 2, EDGE_REFERENCES * 2
+    expected = sacrebleu_scores(responses, references, int(spec.split("-")[1]), config)
+    assert ours(responses, references, spec, config).per_prompt == pytest.approx(expected, abs=1e-9)
 
 
 def test_hand_example_brevity_penalty():

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from evaluation.metrics.base import Metric, MetricCard, MetricInputs, MetricResult, Progress
-from evaluation.metrics.ngrams import concatenate, encode_texts, ngram_codes
+from evaluation.metrics.ngrams import EncodedCorpus, concatenate, encode_texts, ngram_codes
 from evaluation.metrics.registry import register
 from evaluation.tokenize import OWN_TOKENIZERS, get_tokenizer
 
@@ -71,11 +71,15 @@ class Bleu(Metric):
     def compute(self, inputs: MetricInputs, *, progress: Progress | None = None) -> MetricResult:
         config: BleuConfig = self.config
         n = len(inputs.responses)
+        joint, ref_owner = encode_sentences(inputs.responses, inputs.references, config)
+        first_ref = np.searchsorted(ref_owner, np.arange(n + 1))
         # A prompt's statistics depend on its own sentences only: chunks of prompts bound the n-gram arrays.
         chunks = []
         for start in range(0, n, CHUNK_PROMPTS):
             stop = min(start + CHUNK_PROMPTS, n)
-            chunks.append(sentence_statistics(inputs.responses[start:stop], inputs.references[start:stop], config))
+            part = _prompt_range(joint, n, first_ref, start, stop)
+            owner = ref_owner[first_ref[start] : first_ref[stop]] - start
+            chunks.append(_statistics(part, stop - start, owner, config))
             if progress:
                 progress(stop, n)
         stats = [np.concatenate(parts) for parts in zip(*chunks, strict=True)] if chunks else _no_statistics(config)
@@ -89,18 +93,38 @@ def _no_statistics(config: BleuConfig) -> list[np.ndarray]:
     return [empty, empty, np.zeros((0, config.n), dtype=np.int64), np.zeros((0, config.n), dtype=np.int64)]
 
 
-def sentence_statistics(responses, references, config: BleuConfig, *, progress: Progress | None = None):
-    """Per sentence: hypothesis length, closest reference length, correct and total n-gram counts.
-
-    Returns (hyp_len (P,), ref_len (P,), correct (P, n), total (P, n)), all int64, P = len(responses).
-    """
-    n_prompts = len(responses)
+def encode_sentences(responses, references, config: BleuConfig) -> tuple[EncodedCorpus, np.ndarray]:
+    """Responses then all references, in one vocabulary, and the prompt of each reference (shape (R,))."""
     ref_owner = np.array([i for i, refs in enumerate(references) for _ in refs], dtype=np.int64)
     flat_refs = [ref for refs in references for ref in refs]
     joint = concatenate(
         encode_texts(responses, config.tokenizer, config.lowercase),
         encode_texts(flat_refs, config.tokenizer, config.lowercase),
     )
+    return joint, ref_owner
+
+
+def _prompt_range(joint: EncodedCorpus, n_prompts: int, first_ref, start: int, stop: int) -> EncodedCorpus:
+    """Responses start..stop-1 then their references, from `joint` (all responses, then all references)."""
+    if start == 0 and stop == n_prompts:
+        return joint
+    offsets = np.concatenate(([0], np.cumsum(joint.lengths)))
+    rows = [(start, stop), (n_prompts + first_ref[start], n_prompts + first_ref[stop])]
+    ids = [joint.ids[offsets[a] : offsets[b]] for a, b in rows]
+    lengths = [joint.lengths[a:b] for a, b in rows]
+    return EncodedCorpus(ids=np.concatenate(ids), lengths=np.concatenate(lengths), vocab=joint.vocab)
+
+
+def sentence_statistics(responses, references, config: BleuConfig, *, progress: Progress | None = None):
+    """Per sentence: hypothesis length, closest reference length, correct and total n-gram counts.
+
+    Returns (hyp_len (P,), ref_len (P,), correct (P, n), total (P, n)), all int64, P = len(responses).
+    """
+    joint, ref_owner = encode_sentences(responses, references, config)
+    return _statistics(joint, len(responses), ref_owner, config, progress=progress)
+
+
+def _statistics(joint: EncodedCorpus, n_prompts: int, ref_owner, config: BleuConfig, *, progress=None):
     lengths = joint.lengths
     hyp_len, ref_lens = lengths[:n_prompts], lengths[n_prompts:]
     ref_len = _closest_ref_len(hyp_len, ref_lens, ref_owner)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -95,47 +96,141 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
     return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
 
 
-# The whitespace tokenisers split one string per chunk of lines instead of one per line: lines joined by a space,
-# a sentinel token and a space split into exactly the lines' tokens with the sentinel between lines (a trailing
-# space still gives its empty token under split(" ")). A chunk whose text holds the sentinel is split line by line.
+# Every tokeniser's tokens are derived from one split of the texts on " ", done once per texts and shared by all
+# metrics of an evaluation (distinct-n, average length, BLEU and the embedding metrics each tokenise differently).
+# A chunk of lines is joined by a space, a sentinel token and a space, and split once: exactly the lines' tokens
+# with the sentinel between lines (a trailing space still gives its empty token under split(" ")). A chunk whose
+# text holds the sentinel or any whitespace but " " is tokenised line by line instead, by the tokeniser itself.
 SENTINEL = "\x00"
-_SPLITTERS = {"single-space": (False, " "), "stripped-single-space": (True, " "), "none": (False, None)}
+_OTHER_WHITESPACE = re.compile(r"[^\S ]")  # re's \s is exactly str.isspace(), what split() and strip() use
 
 
-def _encode_chunk(texts: Sequence[str], tokenizer: str, lowercase: bool, vocab: dict[str, int]) -> EncodedCorpus:
-    if tokenizer not in _SPLITTERS:
-        return _encode_into(tokenize_texts(texts, tokenizer, lowercase), vocab)
-    strip, separator = _SPLITTERS[tokenizer]
-    if lowercase:
-        texts = [text.lower() for text in texts]
-    if strip:
-        texts = [text.strip() for text in texts]
+@dataclass(frozen=True)
+class SpaceSplit:
+    """texts split on " ": per chunk an EncodedCorpus over the shared `vocab`, or None (tokenise line by line)."""
+
+    vocab: dict[str, int]
+    chunks: list[EncodedCorpus | None]
+
+
+def _split_chunk(texts: Sequence[str], vocab: dict[str, int]) -> EncodedCorpus | None:
     joined = f" {SENTINEL} ".join(texts) + f" {SENTINEL}"
-    if joined.count(SENTINEL) != len(texts):
-        return _encode_into(tokenize_texts(texts, tokenizer, False), vocab)
-    flat = joined.split(separator)
+    if joined.count(SENTINEL) != len(texts) or _OTHER_WHITESPACE.search(joined):
+        return None
+    flat = joined.split(" ")
     vocab.setdefault(SENTINEL, len(vocab))
     for word in dict.fromkeys(flat):
         if word not in vocab:
             vocab[word] = len(vocab)
     ids = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
     is_end = ids == vocab[SENTINEL]
-    ends = np.flatnonzero(is_end)
-    lengths = np.diff(ends, prepend=-1) - 1
+    lengths = np.diff(np.flatnonzero(is_end), prepend=-1) - 1
     return EncodedCorpus(ids=ids[~is_end], lengths=lengths.astype(np.int64), vocab=vocab)
+
+
+def _split_texts(texts: Sequence[str]) -> SpaceSplit:
+    vocab: dict[str, int] = {}
+    chunks = [_split_chunk(texts[start : start + ENCODE_CHUNK], vocab) for start in range(0, len(texts), ENCODE_CHUNK)]
+    return SpaceSplit(vocab=vocab, chunks=chunks)
+
+
+split_texts = RecentResults(_split_texts)
+
+
+@dataclass(frozen=True)
+class WordTokens:
+    """Each " "-separated word's tokens under one tokeniser: word w gives flat[start[w] : start[w] + count[w]]."""
+
+    flat: np.ndarray
+    start: np.ndarray
+    count: np.ndarray
+
+
+def _word_tokens(words: list[str], tokenizer: str, lowercase: bool, vocab: dict[str, int]) -> WordTokens:
+    """A line without whitespace but " " tokenises, under every tokeniser here, to its words' tokens in order:
+    lower() works word by word (the final-sigma rule stops at a space), `none` drops the empty words, and sacrebleu's
+    13a rules never join or split across a space (tests/test_metric_encoding.py checks both against the tokenisers)."""
+    forms = [word.lower() for word in words] if lowercase else words
+    if tokenizer in ("single-space", "stripped-single-space", "none"):
+        per_word: list[list[str]] = [[form] for form in forms]
+        if tokenizer == "none":
+            per_word = [[form] if form else [] for form in forms]
+    else:
+        per_word = tokenize_texts(forms, tokenizer, False)
+    count = np.fromiter(map(len, per_word), dtype=np.int64, count=len(per_word))
+    flat_tokens = list(chain.from_iterable(per_word))
+    for token in dict.fromkeys(flat_tokens):
+        if token not in vocab:
+            vocab[token] = len(vocab)
+    flat = np.fromiter(map(vocab.__getitem__, flat_tokens), dtype=np.int64, count=len(flat_tokens))
+    return WordTokens(flat=flat, start=np.cumsum(count) - count, count=count)
+
+
+def _strip_mask(chunk: EncodedCorpus, empty: int) -> np.ndarray:
+    """Tokens that strip().split(" ") keeps: not the empty words at either end of a line, but a line of nothing
+    but empty words keeps one (strip() leaves "", which splits to [""])."""
+    filled = chunk.ids != empty
+    before = np.cumsum(filled) - filled  # filled tokens before each token, from the start of the text
+    ends = np.cumsum(chunk.lengths)
+    line_start = np.repeat(ends - chunk.lengths, chunk.lengths)
+    line_end = np.repeat(ends, chunk.lengths)
+    total = np.concatenate(([0], np.cumsum(filled)))
+    before_in_line = before - total[line_start]
+    after_in_line = total[line_end] - total[line_start] - before_in_line - filled
+    keep = filled | ((before_in_line > 0) & (after_in_line > 0))
+    first_of_empty_line = (np.arange(len(chunk.ids)) == line_start) & (total[line_end] == total[line_start])
+    return keep | first_of_empty_line
+
+
+def _derive(
+    chunk: EncodedCorpus, words: WordTokens, tokenizer: str, empty: int, vocab: dict[str, int]
+) -> EncodedCorpus:
+    """The chunk's tokens under the tokeniser, from its " "-split word ids."""
+    ids, lengths = chunk.ids, chunk.lengths
+    if tokenizer == "stripped-single-space" and len(ids):
+        keep = _strip_mask(chunk, empty)
+        lengths = np.add.reduceat(keep, np.cumsum(lengths) - lengths).astype(np.int64) if len(lengths) else lengths
+        ids = ids[keep]
+    counts = words.count[ids]
+    if len(counts) and (counts == 1).all():
+        return EncodedCorpus(ids=words.flat[words.start[ids]], lengths=lengths, vocab=vocab)
+    total = np.concatenate(([0], np.cumsum(counts)))
+    ends = np.cumsum(lengths)
+    new_lengths = total[ends] - total[ends - lengths]
+    # token k of word i sits at words.start[id_i] + k: one ragged gather
+    positions = np.repeat(words.start[ids] - total[:-1], counts) + np.arange(int(total[-1]))
+    return EncodedCorpus(ids=words.flat[positions], lengths=new_lengths.astype(np.int64), vocab=vocab)
+
+
+# Tokenisers whose tokens of a line are its " "-separated words' tokens (sacrebleu's intl and char are not).
+WORD_LOCAL = {"single-space", "stripped-single-space", "none", "13a"}
 
 
 def _encode_texts(texts: Sequence[str], tokenizer: str, lowercase: bool) -> EncodedCorpus:
     vocab: dict[str, int] = {}
-    parts = [
-        _encode_chunk(texts[start : start + ENCODE_CHUNK], tokenizer, lowercase, vocab)
-        for start in range(0, len(texts), ENCODE_CHUNK)
-    ]
+    if tokenizer not in WORD_LOCAL:
+        chunks = [texts[start : start + ENCODE_CHUNK] for start in range(0, len(texts), ENCODE_CHUNK)]
+        parts = [_encode_into(tokenize_texts(lines, tokenizer, lowercase), vocab) for lines in chunks]
+        return _joined(parts, vocab)
+    split = split_texts(texts)
+    words = _word_tokens([w if w != SENTINEL else "" for w in split.vocab], tokenizer, lowercase, vocab)
+    empty = split.vocab.get("", -1)
+    parts = []
+    for index, chunk in enumerate(split.chunks):
+        if chunk is None:
+            lines = texts[index * ENCODE_CHUNK : (index + 1) * ENCODE_CHUNK]
+            parts.append(_encode_into(tokenize_texts(lines, tokenizer, lowercase), vocab))
+        else:
+            parts.append(_derive(chunk, words, tokenizer, empty, vocab))
+    return _joined(parts, vocab)
+
+
+def _joined(parts: list[EncodedCorpus], vocab: dict[str, int]) -> EncodedCorpus:
     if not parts:
         return encode([])
     ids = np.concatenate([part.ids for part in parts])
     return EncodedCorpus(ids=ids, lengths=np.concatenate([part.lengths for part in parts]), vocab=vocab)
 
 
-encode_texts = RecentResults(_encode_texts)
+encode_texts = RecentResults(_encode_texts, size=8)
 """encode_texts(texts, tokenizer, lowercase) -> EncodedCorpus, shared between metrics of one evaluation."""
