@@ -19,6 +19,7 @@ from hub.migrate import upgrade
 from hub.settings import get_settings
 from hub.storage import get_storage
 from hub.web.body_limit import BodyLimitMiddleware
+from hub.web.collector import settle_long_lived_objects
 from hub.web.csrf import ApiCsrfMiddleware
 from hub.web.deps import session_viewer
 from hub.web.inputs import refuse_malformed_input
@@ -93,6 +94,7 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
         upgrade()
         limit_request_threads(get_settings())
         get_storage()  # opened now: a local folder is cleared of temporary files a killed process left
+        settle_long_lived_objects()
         consumer = None
         if embedded_worker:
             from hub.jobs import start_embedded_consumer
@@ -113,13 +115,13 @@ def create_app(*, embedded_worker: bool = False) -> FastAPI:
         responses=error_responses(*EVERY_ROUTE),
     )
     settings = get_settings()
-    app.add_middleware(CachedPageShortcut)  # first, so innermost: anonymous views of cached pages skip the routing
     app.add_middleware(ApiCsrfMiddleware)  # before SessionMiddleware, so it runs inside it and sees the session
     app.add_middleware(
         SessionMiddleware, secret_key=settings.secret_key, same_site="lax", https_only=settings.secure_cookies
     )
     app.add_middleware(BodyLimitMiddleware)  # last, so outermost: an oversized body is refused before anything runs
     app.add_middleware(SecurityHeadersMiddleware)  # around everything, refusals included; it only adds headers
+    app.add_middleware(CachedPageShortcut)  # outermost: anonymous views of cached pages skip everything else
 
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     app.include_router(docs_router)

@@ -6,7 +6,8 @@ If-None-Match (or else If-Modified-Since) is current, serves the cached bytes of
 builds the page with the route, keeps its bytes and serves them. A signed-in viewer's page (owner's private systems,
 admin's view, the nav with the account) is built by the route for that request and never cached, and no cached page
 is ever served to them. `cached_download` does the same for the async downloads route. `CachedPageShortcut`
-serves anonymous visitors the pages kept here without routing them (one database read per request).
+serves anonymous visitors the pages kept here before anything else runs (version_reads: a read of the data
+version after the request arrived, shared by the requests that wait for the same read).
 """
 
 from __future__ import annotations
@@ -19,15 +20,16 @@ import threading
 from collections.abc import Awaitable, Callable
 from email.utils import format_datetime, parsedate_to_datetime
 from typing import Any, TypeVar
+from urllib.parse import parse_qsl
 
-import anyio.to_thread
 from fastapi import Request, Response
 from fastapi.encoders import jsonable_encoder
 from sqlmodel import Session
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from hub.db import get_engine
 from hub.services.publishing.read_side import PAGES, CachedPage, Version, current
+from hub.web.security_headers import sending_security_headers
+from hub.web.version_reads import read_version
 
 Call = TypeVar("Call", bound=Callable[..., Any])
 CACHE_CONTROL = "no-cache"  # a browser or proxy keeps the page but asks again, with If-None-Match, every time
@@ -44,14 +46,16 @@ DROPPED_HEADERS = frozenset(
 _BUILDS = [threading.Lock() for _ in range(64)]
 
 
-def _target(request: Request) -> str:
-    """The request's path and query (parameters sorted): with the route's name, its page's key."""
-    query = "&".join(sorted(f"{k}={v}" for k, v in request.query_params.multi_items()))
-    return f"{request.url.path}?{query}"
+def _target(scope: Scope) -> str:
+    """The request's path and query (parameters sorted, as Starlette parses them): with the route's name, its page's
+    key. From the ASGI scope, so the shortcut finds a page before routing without building a Request."""
+    parameters = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+    query = "&".join(sorted(f"{k}={v}" for k, v in parameters))
+    return f"{scope['path']}?{query}"
 
 
 def _key(name: str, request: Request) -> str:
-    return f"{name} {_target(request)}"
+    return f"{name} {_target(request.scope)}"
 
 
 def _etag(key: str, version: Version) -> str:
@@ -148,7 +152,7 @@ def _respond(request: Request, key: str, version: Version, build: Callable[[], R
                 page = _keep(response)
                 if page is None:
                     return response
-                PAGES.put(key, version, page, _target(request))
+                PAGES.put(key, version, page, _target(request.scope))
     return _serve(request, key, version, page)
 
 
@@ -171,14 +175,9 @@ def public_page(name: str) -> Callable[[Call], Call]:
     return decorate
 
 
-def _read_version() -> Version:
-    with Session(get_engine()) as session:
-        return current(session)
-
-
 async def cached_download(request: Request, name: str, build: Callable[[], Awaitable[Response]]) -> Response:
     """A download (the same for every caller) from the cache, or built by `build` and kept when it fits."""
-    version = await anyio.to_thread.run_sync(_read_version)
+    version = await read_version()
     key = _key(name, request)
     if _not_modified(request, _etag(key, version), version):
         return Response(status_code=304, headers=_validators(key, version))
@@ -188,18 +187,18 @@ async def cached_download(request: Request, name: str, build: Callable[[], Await
         page = _keep(response)
         if page is None:
             return response
-        PAGES.put(key, version, page, _target(request))
+        PAGES.put(key, version, page, _target(request.scope))
     return _serve(request, key, version, page)
 
 
 class CachedPageShortcut:
-    """ASGI middleware, innermost: a GET with neither a cookie nor an Authorization header (an anonymous visitor,
-    as the routes' `viewer` would find) of a page the cache keeps is answered from the cache, 304 included, after
-    one read of the data version (in a request thread, like the route's own read) and without routing, dependencies
-    or the route. It answers only what `@public_page` would: a page is found by its request's path and query, under
-    which only a page built for an anonymous visitor (or the same for everyone) is kept, and only at the version
-    just read from the database, so a write in any process is seen by the next request here. Anything else (not
-    cached yet, another version, signed-in visitors) goes on to the app unchanged."""
+    """ASGI middleware, outermost: a GET with neither a cookie nor an Authorization header (an anonymous visitor,
+    as the routes' `viewer` would find) of a page the cache keeps is answered from the cache, 304 included, with
+    the security headers every answer gets, and without the session, routing, dependencies or the route. It answers
+    only what `@public_page` would: a page is found by its request's path and query, under which only a page built
+    for an anonymous visitor (or the same for everyone) is kept, and only at the data version read from the database
+    after the request arrived (version_reads), so a write in any process is seen by the next request here. Anything
+    else (not cached yet, another version, signed-in visitors) goes on to the app unchanged."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -208,20 +207,21 @@ class CachedPageShortcut:
         if scope["type"] != "http" or scope["method"] != "GET" or not _anonymous(scope):
             await self.app(scope, receive, send)
             return
-        request = Request(scope)
-        key = PAGES.key_for(_target(request))
+        key = PAGES.key_for(_target(scope))
         if key is None:
             await self.app(scope, receive, send)
             return
-        version = await anyio.to_thread.run_sync(_read_version)
+        version = await read_version()
+        request = Request(scope)
         if _not_modified(request, _etag(key, version), version):
-            await Response(status_code=304, headers=_validators(key, version))(scope, receive, send)
-            return
-        page = PAGES.get(key, version)
-        if page is None:
-            await self.app(scope, receive, send)
-            return
-        await _serve(request, key, version, page)(scope, receive, send)
+            response = Response(status_code=304, headers=_validators(key, version))
+        else:
+            page = PAGES.get(key, version)
+            if page is None:
+                await self.app(scope, receive, send)
+                return
+            response = _serve(request, key, version, page)
+        await response(scope, receive, sending_security_headers(scope, send))
 
 
 def _anonymous(scope: Scope) -> bool:

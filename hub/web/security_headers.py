@@ -45,6 +45,20 @@ def headers_for(path: str) -> dict[str, str]:
     return {**COMMON, "Content-Security-Policy": _policy(BASE), "X-Frame-Options": "DENY"}
 
 
+def sending_security_headers(scope: Scope, send: Send) -> Send:
+    """`send`, adding the security headers of the request's path to the response (a header the app set stays)."""
+    extra = headers_for(scope["path"])
+
+    async def send_with_headers(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = MutableHeaders(scope=message)
+            for name, value in extra.items():
+                headers.setdefault(name, value)
+        await send(message)
+
+    return send_with_headers
+
+
 class SecurityHeadersMiddleware:
     def __init__(self, app: ASGIApp):
         self.app = app
@@ -53,13 +67,4 @@ class SecurityHeadersMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        extra = headers_for(scope["path"])
-
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
-                for name, value in extra.items():
-                    headers.setdefault(name, value)
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
+        await self.app(scope, receive, sending_security_headers(scope, send))
