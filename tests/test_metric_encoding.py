@@ -55,3 +55,8 @@ def test_tokens_derived_from_one_split_equal_the_tokenizer(tokenizer, lowercase,
         assert decoded(corpus) == [tokenize(text) for text in texts], texts
         assert int(corpus.lengths.sum()) == len(corpus.ids)
     assert shared > 300  # the derived path was taken
+
+
+def test_other_whitespace_is_every_space_character_but_the_space():
+    everything = (chr(code) for code in range(0x110000))
+    assert set(ngrams.OTHER_WHITESPACE) == {c for c in everything if c.isspace() and c != " "}
