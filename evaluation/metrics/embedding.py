@@ -92,7 +92,12 @@ class EmbeddingAverage(Metric):
         to_vector = np.fromiter(
             (key_to_index.get(w, -1) for w in corpus.vocab), dtype=np.int64, count=len(corpus.vocab)
         )
-        return VectorRows(vector_ids=to_vector[corpus.ids], starts=np.append(corpus.starts, len(corpus.ids)))
+        # the vectors this text uses, numbered 0..K-1 (K at most the text's vocabulary), -1 out of vocabulary
+        used, compact = np.unique(to_vector, return_inverse=True)
+        if len(used) and used[0] < 0:
+            used, compact = used[1:], compact - 1
+        vector_ids = compact.reshape(-1).astype(np.int32)[corpus.ids]
+        return VectorRows(vector_ids=vector_ids, starts=np.append(corpus.starts, len(corpus.ids)), used=used)
 
     def _best_cosines(self, response_sums: np.ndarray, ref_sums: np.ndarray, owner: np.ndarray) -> list[float | None]:
         n = len(response_sums)
@@ -112,13 +117,15 @@ class EmbeddingAverage(Metric):
 
 @dataclass(frozen=True)
 class VectorRows:
-    """Token lists as rows of vocabulary indices of the word vectors (-1: out of vocabulary).
+    """Token lists as rows of indices into `used` (-1: out of vocabulary), the word vectors' rows that occur.
 
-    vector_ids: shape (n_tokens,); starts: shape (n_rows + 1,), row r is vector_ids[starts[r]:starts[r+1]].
+    vector_ids: shape (n_tokens,); starts: shape (n_rows + 1,), row r is vector_ids[starts[r]:starts[r+1]];
+    used: shape (K,), sorted row numbers of the word vectors.
     """
 
     vector_ids: np.ndarray
     starts: np.ndarray
+    used: np.ndarray
 
     def sums(self, first: int, stop: int, vectors: WordVectors) -> np.ndarray:
         """Sum of the known tokens' vectors for rows first..stop-1, float64, shape (stop - first, dim).
@@ -130,8 +137,14 @@ class VectorRows:
         ids = self.vector_ids[self.starts[first] : self.starts[stop]]
         rows = np.repeat(np.arange(stop - first), np.diff(self.starts[first : stop + 1]))
         known = ids >= 0
-        used, local = np.unique(ids[known], return_inverse=True)
-        counts = scipy.sparse.csr_matrix(
-            (np.ones(int(known.sum())), (rows[known], local)), shape=(stop - first, len(used))
-        )
-        return np.asarray(counts @ np.asarray(matrix[used], dtype=np.float64))
+        ids, rows = ids[known], rows[known]
+        # the vectors of these rows, in order, numbered locally without sorting the tokens
+        present = np.zeros(len(self.used), dtype=bool)
+        present[ids] = True
+        local_used = np.flatnonzero(present)
+        local = np.empty(len(self.used), dtype=np.int64)
+        local[local_used] = np.arange(len(local_used))
+        # a row's known tokens, in text order, as one CSR row (a repeated word is added once per occurrence)
+        indptr = np.concatenate(([0], np.cumsum(np.bincount(rows, minlength=stop - first))))
+        counts = scipy.sparse.csr_matrix((np.ones(len(ids)), local[ids], indptr), shape=(stop - first, len(local_used)))
+        return np.asarray(counts @ np.asarray(matrix[self.used[local_used]], dtype=np.float64))
