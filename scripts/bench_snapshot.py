@@ -28,7 +28,7 @@ for path in (ROOT, ROOT / "scripts"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from bench_ratings import fresh_database, server_environment, use_environment  # noqa: E402
+from bench_servers import fresh_database, server_environment, use_environment  # noqa: E402
 from bench_web_seed import seed, write_datasets  # noqa: E402
 
 TARGET_S = 30.0

@@ -50,7 +50,7 @@ for path in (ROOT, ROOT / "scripts"):
         sys.path.insert(0, str(path))
 
 import httpx  # noqa: E402
-from bench_ratings import (  # noqa: E402
+from bench_servers import (  # noqa: E402
     Server,
     cpu_seconds,
     free_port,
