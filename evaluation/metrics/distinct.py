@@ -48,7 +48,7 @@ class Distinct(Metric):
         config: DistinctConfig = self.config
         corpus = encode_texts(inputs.responses, config.tokenizer, config.lowercase)
         codes, segments = ngram_codes(corpus, config.n, radix=len(corpus.vocab) + 1)
-        _, codes = np.unique(codes, return_inverse=True)
+        codes = _ranks(codes, bound=len(corpus.vocab) + 1 if config.n == 1 else None)
         distinct_total = int(codes.max()) + 1 if codes.size else 0
         # Distinct n-grams within each response: unique (segment, code) pairs, counted per segment.
         pairs = sorted_unique(segments * max(distinct_total, 1) + codes)
@@ -60,6 +60,15 @@ class Distinct(Metric):
         if progress:
             progress(len(lengths), len(lengths))
         return self.result(score, per_prompt.tolist(), distinct_ngrams=distinct_total, total_tokens=total_tokens)
+
+
+def _ranks(codes: np.ndarray, bound: int | None) -> np.ndarray:
+    """Each code's rank among the distinct codes (np.unique's inverse); codes below `bound` without sorting."""
+    if bound is None or bound > 4 * len(codes) + 1_000_000:
+        return np.unique(codes, return_inverse=True)[1].reshape(-1)
+    present = np.zeros(bound, dtype=bool)
+    present[codes] = True
+    return (np.cumsum(present) - 1)[codes]
 
 
 @dataclass(frozen=True)

@@ -164,18 +164,21 @@ def _word_tokens(words: list[str], tokenizer: str, lowercase: bool, vocab: dict[
     13a rules never join or split across a space (tests/test_metric_encoding.py checks both against the tokenisers)."""
     forms = [word.lower() for word in words] if lowercase else words
     if tokenizer in ("single-space", "stripped-single-space", "none"):
-        per_word: list[list[str]] = [[form] for form in forms]
+        flat_tokens = forms  # word i's token is flat[i]; `none` gives the empty word no token (count 0)
+        start = np.arange(len(forms), dtype=np.int64)
+        count = np.ones(len(forms), dtype=np.int64)
         if tokenizer == "none":
-            per_word = [[form] if form else [] for form in forms]
+            count = (np.fromiter(map(len, forms), dtype=np.int64, count=len(forms)) > 0).astype(np.int64)
     else:
         per_word = tokenize_texts(forms, tokenizer, False)
-    count = np.fromiter(map(len, per_word), dtype=np.int64, count=len(per_word))
-    flat_tokens = list(chain.from_iterable(per_word))
+        count = np.fromiter(map(len, per_word), dtype=np.int64, count=len(per_word))
+        flat_tokens = list(chain.from_iterable(per_word))
+        start = np.cumsum(count) - count
     for token in dict.fromkeys(flat_tokens):
         if token not in vocab:
             vocab[token] = len(vocab)
     flat = np.fromiter(map(vocab.__getitem__, flat_tokens), dtype=np.int32, count=len(flat_tokens))
-    return WordTokens(flat=flat, start=np.cumsum(count) - count, count=count)
+    return WordTokens(flat=flat, start=start, count=count)
 
 
 def _strip_mask(chunk: EncodedCorpus, empty: int) -> np.ndarray:
@@ -204,7 +207,12 @@ def _derive(
         lengths = np.add.reduceat(keep, np.cumsum(lengths) - lengths).astype(np.int64) if len(lengths) else lengths
         ids = ids[keep]
     counts = words.count[ids]
-    if len(counts) and (counts == 1).all():
+    if len(counts) and counts.max() <= 1:  # one token per word or none: no ragged gather
+        if counts.min() == 0:
+            kept = np.concatenate(([0], np.cumsum(counts)))
+            ends = np.cumsum(lengths)
+            lengths = kept[ends] - kept[ends - lengths]
+            ids = ids[counts == 1]
         return EncodedCorpus(ids=words.flat[words.start[ids]], lengths=lengths, vocab=vocab)
     total = np.concatenate(([0], np.cumsum(counts)))
     ends = np.cumsum(lengths)
