@@ -16,7 +16,8 @@ from statsmodels.stats.proportion import proportion_confint
 
 from evaluation.errors import InvalidInputError
 from evaluation.irt.bootstrap import BootstrapResult, bootstrap_fit, prompt_weights
-from evaluation.irt.model import Priors, aggregate, fit_pairwise_irt
+from evaluation.irt.likelihood import Priors, aggregate
+from evaluation.irt.model import fit_pairwise_irt
 from evaluation.irt.newton import newton_refit, newton_system
 from evaluation.irt.result import fit_report
 from evaluation.irt.significance import (

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-from evaluation.irt.model import Cells, IrtFit, Problem, single_threaded_blas
+from evaluation.irt.likelihood import Cells, Problem
+from evaluation.irt.model import IrtFit, single_threaded_blas
 from evaluation.irt.newton import newton_refit
 
 RESAMPLING = ("prompts+judgements", "prompts")

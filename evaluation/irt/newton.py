@@ -12,7 +12,7 @@ import math
 import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
-from evaluation.irt.model import Cells, Problem, _exp, log_sigmoid
+from evaluation.irt.likelihood import Cells, Problem, _exp, log_sigmoid
 
 MAX_STEP = 2.0  # largest change of any parameter (logit or log scale) in one Newton step
 
