@@ -1,5 +1,6 @@
 """docker-compose.yml runs the topology scripts/local_cluster.py starts (no Docker engine here to run it): the same
-parts, the same hub settings, the same commands; `docker compose config` validates it where the CLI plugin exists."""
+parts, the same hub settings, the same commands; `docker compose config` (or the standalone `docker-compose config`)
+validates it where either is installed."""
 
 from __future__ import annotations
 
@@ -60,11 +61,19 @@ def test_same_commands_as_the_local_cluster(compose, tmp_path):
         assert "--no-embedded-worker" in web["command"]  # only the workers consume the queue
 
 
-@pytest.mark.skipif(
-    shutil.which("docker") is None or subprocess.run(["docker", "compose", "version"], capture_output=True).returncode,
-    reason="the docker compose CLI plugin is not installed",
-)
-def test_docker_compose_accepts_the_file():
-    env = {"HUB_SECRET_KEY": "test", "PATH": "/usr/bin:/bin:/usr/local/bin"}
-    done = subprocess.run(["docker", "compose", "-f", str(COMPOSE), "config", "--quiet"], env=env, capture_output=True)
+def _compose_cli() -> list[str] | None:
+    """Docker's compose plugin, or else the standalone docker-compose (Debian's package): either validates the file
+    without an engine."""
+    if shutil.which("docker") and not subprocess.run(["docker", "compose", "version"], capture_output=True).returncode:
+        return ["docker", "compose"]
+    return ["docker-compose"] if shutil.which("docker-compose") else None
+
+
+@pytest.mark.skipif(_compose_cli() is None, reason="neither docker compose nor docker-compose is installed")
+def test_docker_compose_accepts_the_file_and_refuses_to_start_without_a_secret():
+    command = [*(_compose_cli() or []), "-f", str(COMPOSE), "config", "--quiet"]
+    path = {"PATH": "/usr/bin:/bin:/usr/local/bin"}
+    done = subprocess.run(command, env={**path, "HUB_SECRET_KEY": "test"}, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+    refused = subprocess.run(command, env=path, capture_output=True, text=True)
+    assert refused.returncode != 0 and "set HUB_SECRET_KEY" in refused.stderr
