@@ -1,11 +1,12 @@
 // The chat page of an interactive study: the active branch of the conversation, the system's reply streaming in,
 // annotation icons under each turn, post-editing the latest reply, going back to an earlier turn, the tree of all
 // branches, images for vision systems and, where the browser offers them, speech input and output.
-import { ApiError, getJson, postJson, postStream, putJson, setCsrfToken } from "./chat_api.js";
+import { getJson, postJson, putJson, setCsrfToken } from "./chat_api.js";
 import { annotationForm, annotationIcons, draftButton } from "./chat_annotations.js";
 import { el } from "./chat_dom.js";
 import { setUpImages } from "./chat_images.js";
 import { closePanel, openPanel, reasonField, wireForm } from "./chat_panels.js";
+import { setUpSending } from "./chat_sending.js";
 import { branchNumbering, branchWords, pathTo, renderTree } from "./chat_tree.js";
 import { setUpSpeech } from "./chat_speech.js";
 
@@ -155,7 +156,7 @@ function turnItem(m, onActive) {
     li.append(el("p", { class: "error", text: m.error || "The system did not answer." }));
     if (onActive && m.id === currentLeaf()) {
       const retry = el("button", { type: "button", class: "primary retry", text: "Retry", "aria-label": "Retry this reply" });
-      retry.addEventListener("click", () => streamReply(`${config.messages_url}/${m.id}/retry`, {}));
+      retry.addEventListener("click", () => sending.streamReply(`${config.messages_url}/${m.id}/retry`, {}));
       li.append(retry);
     }
     return li;
@@ -282,101 +283,25 @@ async function markOutcome(branch, successful, box) {
   }
 }
 
-// ---- sending and streaming ----------------------------------------------------------------------------------------
-
-function streamingBubble() {
-  const li = el("li", { class: "turn turn-assistant streaming", "aria-busy": "true" });
-  li.append(el("span", { class: "role", text: `${config.system_label} · answering…` }));
-  const content = el("div", { class: "content" });
-  li.append(content);
-  turnsList.append(li);
-  return content;
-}
-
-async function streamReply(url, body, onRefused) {
-  state.busy = true;
-  input.disabled = sendButton.disabled = true;
-  showFailure("");
-  announce("The system is answering…");
-  const content = streamingBubble();
-  let finished = null;
-  let failure = null;
-  try {
-    const last = await postStream(url, body, (name, data) => {
-      if (name === "delta" && data && typeof data.text === "string") {
-        content.textContent += data.text;
-        content.scrollIntoView({ block: "end" });
-      } else if (name === "done") {
-        finished = data && data.message ? data.message : data;
-      } else if (name === "error") {
-        const m = data && data.message;
-        failure = typeof m === "string" ? m : (m && m.error) || (data && data.error) || "The system did not answer.";
-      }
-    });
-    if (!finished && !failure && last !== "done") failure = "The reply stopped before it was complete.";
-  } catch (error) {
-    if (error instanceof ApiError && error.status >= 400 && error.status < 500 && error.status !== 429 && onRefused) {
-      onRefused(error);
-    } else {
-      failure = `The system did not answer: ${error.message}.`;
-    }
-  }
-  state.busy = false;
-  try {
-    await reload();
-  } catch (error) {
-    failure = failure || `The conversation could not be reloaded: ${error.message}.`;
-  }
-  const leaf = state.byId.get(currentLeaf());
-  if (failure) {
-    // An errored reply kept in the tree has its own Retry button; otherwise retry the whole request.
-    const kept = leaf && leaf.status === "error";
-    announce(failure);
-    if (!kept) showFailure(failure, () => streamReply(url, body, onRefused));
-    else document.querySelector(".turn-error .retry")?.focus();
-  } else if (finished) {
-    announce("The reply is complete.");
-    speech.speak(leaf && leaf.role === "assistant" ? leaf.content : content.textContent);
-    if (!input.disabled) input.focus();
-  }
-}
-
-async function send() {
-  const text = input.value.trim();
-  if (!text || state.busy) return;
-  if (images.pending().some((p) => !p.id)) {
-    announce("Wait for the images to finish uploading, or remove the ones that failed.");
-    return;
-  }
-  const ids = images.pending().map((p) => p.id);
-  input.value = "";
-  const shown = el("li", { class: "turn turn-user pending" }, el("span", { class: "role", text: "You" }), el("div", { class: "content", text }));
-  turnsList.append(shown);
-  const kept = images.pending();
-  images.clear();
-  await streamReply(config.messages_url, { content: text, images: ids }, (refusal) => {
-    input.value = text; // refused (e.g. an image the system cannot take): nothing was sent, the text stays
-    images.restore(kept);
-    showFailure(`Not sent: ${refusal.message}`);
-  });
-}
-
-composer.addEventListener("submit", (event) => {
-  event.preventDefault();
-  send();
-});
-input.addEventListener("keydown", (event) => {
-  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-    event.preventDefault();
-    send();
-  }
-});
-
-// ---- images -------------------------------------------------------------------------------------------------------
+// ---- images, sending and streaming ----------------------------------------------------------------------------------
 
 const images = config.vision
   ? setUpImages({ config, previews: $("image-previews"), picker: $("image-input"), attach: $("attach"), input, announce })
   : { pending: () => [], clear: () => {}, restore: () => {} };
+const sending = setUpSending({
+  config,
+  state,
+  turnsList,
+  composer,
+  input,
+  sendButton,
+  images,
+  announce,
+  showFailure,
+  reload,
+  currentLeaf,
+  speak: (text) => speech.speak(text),
+});
 
 // ---- finishing ----------------------------------------------------------------------------------------------------
 
