@@ -18,6 +18,13 @@ OWN_TOKENIZERS = {"single-space", "stripped-single-space"}
 SACREBLEU_TOKENIZERS = {"13a", "intl", "char", "none"}
 
 
+def check_tokenizer(name: str) -> None:
+    """Refuse an unknown tokenizer name, without importing sacrebleu (0.15 s) as building one does."""
+    if name not in OWN_TOKENIZERS | SACREBLEU_TOKENIZERS:
+        known = ", ".join(sorted(OWN_TOKENIZERS | SACREBLEU_TOKENIZERS))
+        raise ConfigurationError(f"unknown tokenizer {name!r} (known: {known})")
+
+
 @lru_cache
 def get_tokenizer(name: str, lowercase: bool = False) -> Tokenizer:
     if name == "single-space":
@@ -28,9 +35,7 @@ def get_tokenizer(name: str, lowercase: bool = False) -> Tokenizer:
         if lowercase:
             return lambda text: text.lower().strip().split(" ")
         return lambda text: text.strip().split(" ")
-    if name not in SACREBLEU_TOKENIZERS:
-        known = ", ".join(sorted(OWN_TOKENIZERS | SACREBLEU_TOKENIZERS))
-        raise ConfigurationError(f"unknown tokenizer {name!r} (known: {known})")
+    check_tokenizer(name)
     from sacrebleu.metrics.bleu import BLEU
 
     # Same preprocessing as sacrebleu's BLEU: lowercase, strip the right end, tokenise, split.

@@ -8,13 +8,14 @@ all sentences at once with integer-coded n-grams and applies sacrebleu's formula
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib.metadata import version
 
 import numpy as np
 
 from evaluation.metrics.base import Metric, MetricCard, MetricInputs, MetricResult, Progress
 from evaluation.metrics.ngrams import EncodedCorpus, concatenate, encode_texts, ngram_codes
 from evaluation.metrics.registry import register
-from evaluation.tokenize import OWN_TOKENIZERS, get_tokenizer
+from evaluation.tokenize import OWN_TOKENIZERS, check_tokenizer
 
 SMOOTH_METHODS = {"none": None, "floor": 0.1, "add-k": 1, "exp": None}  # sacrebleu's default values
 MY_LOG_ZERO = -9999999999  # what sacrebleu.utils.my_log returns for 0
@@ -38,7 +39,7 @@ class BleuConfig:
             raise ValueError(f"smooth_method must be one of {', '.join(SMOOTH_METHODS)}")
         if self.tokenizer in OWN_TOKENIZERS:
             raise ValueError("BLEU uses sacrebleu tokenizers (13a, intl, char, none)")
-        get_tokenizer(self.tokenizer)
+        check_tokenizer(self.tokenizer)
 
 
 @register
@@ -56,9 +57,8 @@ class Bleu(Metric):
     )
 
     def library_versions(self) -> dict[str, str]:
-        import sacrebleu
-
-        return {"sacrebleu": sacrebleu.__version__}
+        # the installed distribution's version, which sacrebleu.__version__ also reports, without importing it
+        return {"sacrebleu": version("sacrebleu")}
 
     @property
     def resolved_smooth_value(self) -> float | None:

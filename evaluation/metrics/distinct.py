@@ -9,7 +9,7 @@ import numpy as np
 from evaluation.metrics.base import Metric, MetricCard, MetricInputs, MetricResult, Progress
 from evaluation.metrics.ngrams import encode_texts, ngram_codes, sorted_unique
 from evaluation.metrics.registry import register
-from evaluation.tokenize import get_tokenizer
+from evaluation.tokenize import check_tokenizer
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class DistinctConfig:
     def __post_init__(self) -> None:
         if self.n < 1:
             raise ValueError("n must be at least 1")
-        get_tokenizer(self.tokenizer)
+        check_tokenizer(self.tokenizer)
 
 
 @register
@@ -76,7 +76,7 @@ class LengthConfig:
     tokenizer: str = "13a"
 
     def __post_init__(self) -> None:
-        get_tokenizer(self.tokenizer)
+        check_tokenizer(self.tokenizer)
 
 
 @register

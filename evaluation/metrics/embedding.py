@@ -11,7 +11,7 @@ from evaluation.errors import ConfigurationError
 from evaluation.metrics.base import Metric, MetricCard, MetricInputs, MetricResult, Progress
 from evaluation.metrics.ngrams import EncodedCorpus, encode_texts
 from evaluation.metrics.registry import register
-from evaluation.tokenize import get_tokenizer
+from evaluation.tokenize import check_tokenizer
 
 CHUNK_ROWS = 2_000  # prompts at once: sums of their responses and references, 6,000 x 300 x 8 bytes = 14 MB
 
@@ -26,7 +26,7 @@ class EmbeddingConfig:
     def __post_init__(self) -> None:
         if self.multi_reference not in ("max", "mean"):
             raise ValueError("multi_reference must be 'max' or 'mean'")
-        get_tokenizer(self.tokenizer)
+        check_tokenizer(self.tokenizer)
 
 
 @register
