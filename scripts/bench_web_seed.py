@@ -147,9 +147,20 @@ def seed(args: argparse.Namespace, datasets: list[str]) -> dict:
     for name in datasets:
         refit(engine, name, bootstrap=args.bootstrap)
     fit_s = time.perf_counter() - started
+    settle(engine)
     engine.dispose()
     print(f"seeded in {seeded_s:.1f} s, IRT fits in {fit_s:.1f} s ({args.bootstrap} bootstrap resamples)", flush=True)
     return {"token": token, **seeded}
+
+
+def settle(engine) -> None:
+    """On PostgreSQL, VACUUM ANALYZE after the bulk load, as autovacuum does to a live database soon after (and as
+    PostgreSQL's documentation asks after a bulk load): otherwise the first reader of 600,000 fresh rows sets their
+    hint bits, writing every page back, and plans without statistics (the first export took 35 s, the next 21 s)."""
+    if engine.dialect.name != "postgresql":
+        return
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.exec_driver_sql("VACUUM ANALYZE")
 
 
 def _seed_judgements(session, args, datasets, ability, rng, now) -> dict:
