@@ -17,7 +17,7 @@ from evaluation.llm.server import LocalChatServer
 from evaluation.loglik import read_loglik
 from evaluation.responses import read_responses
 from tests.llm.conftest import CHATEVAL, KEY
-from tests.llm.processes import ctrl_c_reaches_child
+from tests.llm.processes import child_process, ctrl_c_reaches_child
 
 
 def reply_for(request: dict) -> str:
@@ -95,10 +95,10 @@ def test_killed_half_way_then_resumed_gives_each_prompt_once(hub_open, tmp_path)
     with LocalChatServer(responder=reply_for, latency_s=0.05) as server:
         command = [CHATEVAL, "generate", "--dataset", "hub-open-v1", "--endpoint", server.base_url, "--model", "m",
                    "--concurrency", "2", "--out", str(out), "--no-progress"]  # fmt: skip
-        first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        wait_for_lines(out, 30, first)
-        first.kill()  # SIGKILL: no clean-up code runs
-        first.communicate()
+        with child_process(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as first:  # killed in any case
+            wait_for_lines(out, 30, first)
+            first.kill()  # SIGKILL: no clean-up code runs
+            first.communicate()
         done_before = sum(ids_in(out).values())
         assert 30 <= done_before < 120
         with out.open("ab") as handle:  # what a kill in the middle of a write leaves: a torn last line
@@ -117,12 +117,12 @@ def test_ctrl_c_stops_with_a_resume_hint(tmp_path):
     with LocalChatServer(responder=reply_for, latency_s=0.05) as server:
         command = [CHATEVAL, "generate", "--dataset", "hub-open-v1", "--endpoint", server.base_url, "--model", "m",
                    "--concurrency", "2", "--out", str(out), "--no-progress"]  # fmt: skip
-        process = subprocess.Popen(
+        with child_process(
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_reaches_child
-        )
-        wait_for_lines(out, 10, process)
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=60)
+        ) as process:  # killed at the end of the block if SIGINT did not stop it
+            wait_for_lines(out, 10, process)
+            process.send_signal(signal.SIGINT)
+            _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130
     assert "interrupted; every finished answer is saved: run the same command again to resume" in stderr
     assert "usage:" in stderr

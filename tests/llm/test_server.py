@@ -16,7 +16,7 @@ from evaluation.llm.client import ChatClient
 from evaluation.llm.rules import ReplyRules
 from evaluation.llm.server import LocalChatServer
 from tests.llm.conftest import CHATEVAL, fast_config
-from tests.llm.processes import ctrl_c_reaches_child
+from tests.llm.processes import child_process, ctrl_c_reaches_child, first_line
 
 RULES = """
 default: "No idea."
@@ -87,25 +87,25 @@ def test_completions_echo_gives_deterministic_token_logprobs():
 def test_judge_server_command_serves_until_interrupted(tmp_path):
     rules = tmp_path / "rules.yaml"
     rules.write_text(RULES)
-    process = subprocess.Popen(
+    with child_process(
         [CHATEVAL, "judge-server", "--rules", str(rules), "--port", "0", "--latency-ms", "5"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
         preexec_fn=ctrl_c_reaches_child,
-    )
-    try:
-        line = process.stdout.readline()
-        base_url = re.search(r"(http://127\.0\.0\.1:\d+/v1)", line).group(1)
-        answer = httpx.post(
-            base_url + "/chat/completions",
-            json={"model": "m", "messages": [{"role": "user", "content": "Grade 3"}]},
-            timeout=30,
-        ).json()
-        assert answer["choices"][0]["message"]["content"] == "Grade: 3/5"
-    finally:
-        process.send_signal(signal.SIGINT)
-        _, stderr = process.communicate(timeout=30)
+    ) as process:  # killed at the end of the block if still running (SIGINT did not stop it, or a step failed)
+        try:
+            line = first_line(process)
+            base_url = re.search(r"(http://127\.0\.0\.1:\d+/v1)", line).group(1)
+            answer = httpx.post(
+                base_url + "/chat/completions",
+                json={"model": "m", "messages": [{"role": "user", "content": "Grade 3"}]},
+                timeout=30,
+            ).json()
+            assert answer["choices"][0]["message"]["content"] == "Grade: 3/5"
+        finally:
+            process.send_signal(signal.SIGINT)
+            _, stderr = process.communicate(timeout=30)
     assert process.returncode == 0
     assert "stopped after 1 request(s)" in stderr
