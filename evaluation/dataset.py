@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import operator
+import os
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -14,6 +17,7 @@ from typing import Annotated, Literal, overload
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 from typing_extensions import TypedDict
 
+import evaluation
 from evaluation.errors import InvalidInputError, NotFoundError
 from evaluation.settings import get_settings
 
@@ -252,7 +256,42 @@ def load_dataset_dir(folder: Path) -> Dataset:
             "the prompts were changed after the manifest was written",
             path=prompts_path,
         )
-    return Dataset(manifest=manifest, prompts=parse_prompts(prompts_path), path=folder)
+    prompts = _cached_prompts(actual)
+    if prompts is None:
+        prompts = parse_prompts(prompts_path)
+        _store_prompts(actual, prompts)
+    return Dataset(manifest=manifest, prompts=prompts, path=folder)
+
+
+# A prompts file, once validated, is kept as its parsed columns (marshal), named by its sha256 (already computed to
+# check the manifest) and by what could change the parse: loading it again reads them back in a fifth of the time.
+# Change PROMPTS_CACHE_FORMAT with any change to what parse_prompts accepts or returns.
+PROMPTS_CACHE_FORMAT = 1
+
+
+def _prompts_cache_path(sha256: str) -> Path:
+    python = "".join(map(str, sys.version_info[:2]))
+    tag = f"{evaluation.__version__}-{PROMPTS_CACHE_FORMAT}-m{marshal.version}-py{python}"
+    return get_settings().home / "cache" / "prompts" / f"{sha256}-{tag}.marshal"
+
+
+def _cached_prompts(sha256: str) -> PromptTable | None:
+    try:
+        ids, contexts, references = marshal.loads(_prompts_cache_path(sha256).read_bytes())
+        return PromptTable(ids, contexts, references)
+    except (OSError, EOFError, ValueError, TypeError):  # none yet, or unreadable: parse the file
+        return None
+
+
+def _store_prompts(sha256: str, prompts: PromptTable) -> None:
+    path = _prompts_cache_path(sha256)
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_bytes(marshal.dumps((prompts.ids, prompts.contexts, prompts.references)))
+        os.replace(temporary, path)  # whole or not at all, for concurrent loads
+    except OSError:  # a read-only home only loses the speed-up
+        temporary.unlink(missing_ok=True)
 
 
 def installed_dataset_dirs() -> dict[str, Path]:
