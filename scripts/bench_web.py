@@ -5,7 +5,7 @@ For each database (SQLite, PostgreSQL in a fresh database) and each number of uv
    public systems each evaluated on every dataset (responses in storage, 4 scores), `--ratings` crowd judgements in
    closed experiments between simulated systems (3 raters per prompt, outcomes from known abilities), and an IRT
    fit of every dataset (`--bootstrap` resamples);
-2. starts `uvicorn hub.web.app:create_app --factory --workers N` as users run it (scripts/bench_ratings.Server);
+2. starts `uvicorn hub.web.app:create_app --factory --workers N` as users run it (scripts/bench_servers.Server);
 3. measures requests/s and p50/p99 at `--connections` concurrent clients with wrk (`apt-get install -y wrk`; else
    an asyncio httpx load generator in a separate process), `--seconds` per page, anonymous visitors: a static file
    (the trivial endpoint), the overview, a leaderboard, a profile, a statistics page, the experiments list, a
