@@ -15,7 +15,13 @@ the same metrics (wall time; "CPU x": the same in CPU time, steadier on a shared
 to it, and checks that compatibility mode gives the original's values (corpus and per prompt) within 1e-9.
 Default mode is a different definition (13a tokens, sacrebleu smoothing) and is timed only.
 
+The vectors' checksum and the dataset's parsed prompts are cached after a user's first run; both caches are
+filled before timing (`--cold-dataset` empties the dataset's before each toolkit process, which then validates the
+prompts file again). With `--json`, each process's figures are printed as one JSON line as soon as it ends, then
+a summary line.
+
 Usage: python scripts/bench_metrics.py [--size N] [--dims D] [--repeat R] [--keep DIR] [--runs each|all|both]
+       [--cold-dataset] [--json]
 Target (issue 12): all metrics at least 5x faster than the original code with at most 1.5x its peak memory.
 """
 
@@ -25,6 +31,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -152,6 +159,25 @@ def max_difference(ours: list, theirs: list) -> float:
     return worst
 
 
+class Output:
+    """The table for people, or (--json) one JSON object per line, each written as soon as it is known."""
+
+    def __init__(self, as_json: bool):
+        self.as_json = as_json
+
+    def text(self, line: str) -> None:
+        if not self.as_json:
+            print(line, flush=True)
+
+    def row(self, line: str, **fields) -> None:
+        self.text(line)
+        self.json(**fields)
+
+    def json(self, **fields) -> None:
+        if self.as_json:
+            print(json.dumps(fields), flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=100_000, help="responses (prompts)")
@@ -161,6 +187,8 @@ def main() -> int:
     parser.add_argument(
         "--runs", choices=("each", "all", "both"), default="both", help="per-metric processes, all-metric ones, or both"
     )
+    parser.add_argument("--cold-dataset", action="store_true", help="no parsed-dataset cache for the toolkit")
+    parser.add_argument("--json", action="store_true", help="one JSON line per process as it ends, then a summary")
     args = parser.parse_args()
     if not 1 <= args.size <= 10_000_000 or not 1 <= args.dims <= 1000 or not 1 <= args.repeat <= 20:
         parser.error("--size 1..10,000,000, --dims 1..1000, --repeat 1..20")
@@ -173,13 +201,17 @@ def main() -> int:
         env = {**os.environ, "CHATEVAL_HOME": str(scratch / "home"), "PYTHONHASHSEED": "0"}
         # The vectors' sha256 (part of the signature) is cached after a user's first run; cache it here too.
         os.environ["CHATEVAL_HOME"] = env["CHATEVAL_HOME"]
+        from evaluation.dataset import load_dataset_dir
         from evaluation.embeddings import checksum
 
         checksum(paths["vectors"])
-        print(
+        load_dataset_dir(paths["dataset"])  # keeps the validated prompts, as a user's first run does
+        emit = Output(args.json)
+        emit.text(
             f"generated {args.size:,} responses, 2 references each, {args.dims}-d vectors "
             f"in {time.perf_counter() - started:.1f} s; each row below is one whole process"
         )
+        dataset_cache = Path(env["CHATEVAL_HOME"]) / "cache" / "prompts"
         chateval = str(Path(sys.executable).parent / "chateval")
         toolkit = [chateval, "evaluate", "--dataset", str(paths["dataset"]), "--responses", str(paths["responses"])]
         toolkit += ["--json"]
@@ -193,40 +225,53 @@ def main() -> int:
         runs = [(name, [name]) for name in METRICS] if args.runs != "all" else []
         runs += [(ALL, METRICS)] if args.runs != "each" else []
         header = f"{'process':<10}{'metrics':<19}{'wall s':>8}{'CPU s':>8}{'peak MB':>9}{'speed-up':>10}"
-        print(f"\n{header}{'CPU x':>8}{'memory':>8}{'max |diff|':>12}")
+        emit.text(f"\n{header}{'CPU x':>8}{'memory':>8}{'max |diff|':>12}")
         worst, verdicts = 0.0, []
         for label, metrics in runs:
             chosen = ["--metrics", ",".join(metrics), *(arg for name in metrics for arg in needs.get(name, []))]
             base = best_of(args.repeat, [*original, "--metrics", ",".join(metrics)], env, scratch)
             theirs = original_values(base.output)
-            print(f"{'original':<10}{label:<19}{base.wall:>8.2f}{base.cpu:>8.2f}{base.peak_mb:>9.0f}")
+            emit.row(
+                f"{'original':<10}{label:<19}{base.wall:>8.2f}{base.cpu:>8.2f}{base.peak_mb:>9.0f}",
+                process="original", metrics=label, wall_s=base.wall, cpu_s=base.cpu, peak_mb=base.peak_mb,
+            )  # fmt: skip
             for mode, extra in (("compat", ["--compat", "chateval-2019"]), ("default", [])):
+                if args.cold_dataset:
+                    shutil.rmtree(dataset_cache, ignore_errors=True)
                 ours = best_of(args.repeat, toolkit + chosen + extra, env, scratch)
                 speed, memory = base.wall / ours.wall, ours.peak_mb / base.peak_mb
                 cpu_speed = base.cpu / ours.cpu
-                diff_text = ""
+                diff_text, diff = "", None
                 if mode == "compat":
                     values = toolkit_values(ours.output)
                     diff = max(max_difference(values[name], theirs[name]) for name in metrics)
                     worst = max(worst, diff)
                     diff_text = f"{diff:>12.1e}"
-                print(
+                emit.row(
                     f"{mode:<10}{label:<19}{ours.wall:>8.2f}{ours.cpu:>8.2f}{ours.peak_mb:>9.0f}"
-                    f"{speed:>9.1f}x{cpu_speed:>7.1f}x{memory:>7.2f}x{diff_text}"
-                )
+                    f"{speed:>9.1f}x{cpu_speed:>7.1f}x{memory:>7.2f}x{diff_text}",
+                    process=mode, metrics=label, wall_s=ours.wall, cpu_s=ours.cpu, peak_mb=ours.peak_mb,
+                    speed_up=speed, cpu_speed_up=cpu_speed, memory_ratio=memory, max_difference=diff,
+                )  # fmt: skip
                 if label == ALL:
                     verdicts.append((mode, speed, cpu_speed, memory))
-        print()
+        emit.text("")
         ok = worst <= TOLERANCE
-        print(f"compat values equal to the original code's within {TOLERANCE:g}: {'yes' if ok else 'NO'} ({worst:.1e})")
+        emit.text(
+            f"compat values equal to the original code's within {TOLERANCE:g}: {'yes' if ok else 'NO'} ({worst:.1e})"
+        )
+        summary: dict = {"summary": True, "values_equal": ok, "max_difference": worst, "targets": {}}
         for mode, speed, cpu_speed, memory in verdicts:
             met = speed >= SPEED_TARGET and memory <= MEMORY_TARGET
-            print(
+            summary["targets"][mode] = met
+            emit.text(
                 f"{mode} mode, all metrics: {speed:.1f}x faster ({cpu_speed:.1f}x in CPU time), "
                 f"{memory:.2f}x the peak memory "
                 f"(target >= {SPEED_TARGET:g}x, <= {MEMORY_TARGET:g}x): {'met' if met else 'NOT met'}"
             )
-        print(f"load average during the run: {', '.join(f'{v:.1f}' for v in os.getloadavg())} ({os.cpu_count()} CPUs)")
+        load = os.getloadavg()
+        emit.text(f"load average during the run: {', '.join(f'{v:.1f}' for v in load)} ({os.cpu_count()} CPUs)")
+        emit.json(**summary, load_average=list(load), cpus=os.cpu_count(), cold_dataset=args.cold_dataset)
         return 0 if ok else 1
 
 
