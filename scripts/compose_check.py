@@ -39,7 +39,6 @@ WEBS = ["web-1", "web-2"]
 WORKERS = ["worker-1", "worker-2"]
 PASSWORD = "correct horse battery"
 RUN = secrets.token_hex(3)
-KILL_PROMPTS = 200_000  # scored in about 4 s by one worker here (60,000: about 1.3 s, too short to aim at)
 TOKENS = """
 import json, sys
 from sqlmodel import Session, select
@@ -208,7 +207,6 @@ def same(a: dict, b: dict, rel: float = 1e-12) -> bool:
 
 
 def worker_killed(checks: Checks, compose: Compose, webs: list[Hub]) -> None:
-    worker_kill.PROMPTS = KILL_PROMPTS  # write_dataset's size: scoring must outlast the time it takes to aim the kill
     with tempfile.TemporaryDirectory() as folder:
         name, lines = worker_kill.write_dataset(Path(folder) / f"kill-test-{RUN}")
         home = compose.python("worker-1", "from evaluation.settings import get_settings as s; print(s().user_datasets)")

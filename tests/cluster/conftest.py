@@ -48,7 +48,7 @@ def _clear_hub_caches() -> None:
 
 @pytest.fixture(scope="module")
 def big_dataset(tmp_path_factory) -> tuple[Path, str, list[str]]:
-    """A 60,000-prompt dataset (the one of the single-machine worker-kill test): scoring it takes seconds."""
+    """A 200,000-prompt dataset (the one of the single-machine worker-kill test): scoring it takes seconds."""
     folder = tmp_path_factory.mktemp("cluster-datasets")
     name, lines = write_dataset(folder / "kill-test")
     return folder, name, lines
