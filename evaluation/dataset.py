@@ -265,8 +265,11 @@ def load_dataset_dir(folder: Path) -> Dataset:
 
 # A prompts file, once validated, is kept as its parsed columns (marshal), named by its sha256 (already computed to
 # check the manifest) and by what could change the parse: loading it again reads them back in a fifth of the time.
-# Change PROMPTS_CACHE_FORMAT with any change to what parse_prompts accepts or returns.
+# Change PROMPTS_CACHE_FORMAT with any change to what parse_prompts accepts or returns. The folder keeps the
+# PROMPTS_CACHE_KEPT files used last (a read counts as a use): datasets changed or gone, and other toolkit versions'
+# files, make way once newer ones are written, so the cache stays bounded (about 14 MB per 100,000 prompts).
 PROMPTS_CACHE_FORMAT = 1
+PROMPTS_CACHE_KEPT = 16
 
 
 def _prompts_cache_path(sha256: str) -> Path:
@@ -276,8 +279,10 @@ def _prompts_cache_path(sha256: str) -> Path:
 
 
 def _cached_prompts(sha256: str) -> PromptTable | None:
+    path = _prompts_cache_path(sha256)
     try:
-        ids, contexts, references = marshal.loads(_prompts_cache_path(sha256).read_bytes())
+        ids, contexts, references = marshal.loads(path.read_bytes())
+        os.utime(path)  # used now: kept longest when the folder is pruned
         return PromptTable(ids, contexts, references)
     except (OSError, EOFError, ValueError, TypeError):  # none yet, or unreadable: parse the file
         return None
@@ -290,8 +295,21 @@ def _store_prompts(sha256: str, prompts: PromptTable) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary.write_bytes(marshal.dumps((prompts.ids, prompts.contexts, prompts.references)))
         os.replace(temporary, path)  # whole or not at all, for concurrent loads
+        _prune_prompts_cache(path.parent)
     except OSError:  # a read-only home only loses the speed-up
         temporary.unlink(missing_ok=True)
+
+
+def _prune_prompts_cache(folder: Path) -> None:
+    """Remove all but the PROMPTS_CACHE_KEPT cache files used last (another process's file may vanish meanwhile)."""
+    used: list[tuple[float, Path]] = []
+    for cached in folder.glob("*.marshal"):
+        try:
+            used.append((cached.stat().st_mtime, cached))
+        except FileNotFoundError:
+            continue
+    for _, stale in sorted(used, reverse=True)[PROMPTS_CACHE_KEPT:]:
+        stale.unlink(missing_ok=True)
 
 
 def installed_dataset_dirs() -> dict[str, Path]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -56,3 +57,21 @@ def test_an_unreadable_cache_file_is_ignored(folder, chateval_home):
     for cached in (chateval_home / "cache" / "prompts").iterdir():
         cached.write_bytes(cached.read_bytes()[:100])  # truncated
     assert load_dataset_dir(folder).prompts == first.prompts
+
+
+def test_the_cache_keeps_the_files_used_last(folder, chateval_home, monkeypatch):
+    cache = chateval_home / "cache" / "prompts"
+    cache.mkdir(parents=True)
+    old = []
+    for i in range(dataset.PROMPTS_CACHE_KEPT + 3):  # other datasets' (or versions') files, used long ago
+        stale = cache / f"{i:064x}-old.marshal"
+        stale.write_bytes(b"x")
+        os.utime(stale, (1_000_000 + i, 1_000_000 + i))
+        old.append(stale)
+    os.utime(old[0], None)  # read again just now: among the files used last
+    load_dataset_dir(folder)  # writes this dataset's file, then prunes
+    kept = set(cache.glob("*.marshal"))
+    assert len(kept) == dataset.PROMPTS_CACHE_KEPT
+    assert old[0] in kept and old[-1] in kept and old[1] not in kept  # the least recently used go first
+    refuse_parsing(monkeypatch)
+    load_dataset_dir(folder)  # this dataset's own file was kept
