@@ -73,11 +73,12 @@ class Bleu(Metric):
         n = len(inputs.responses)
         joint, ref_owner = encode_sentences(inputs.responses, inputs.references, config)
         first_ref = np.searchsorted(ref_owner, np.arange(n + 1))
+        offsets = np.concatenate(([0], np.cumsum(joint.lengths)))  # where each sentence's tokens start, once
         # A prompt's statistics depend on its own sentences only: chunks of prompts bound the n-gram arrays.
         chunks = []
         for start in range(0, n, CHUNK_PROMPTS):
             stop = min(start + CHUNK_PROMPTS, n)
-            part = _prompt_range(joint, n, first_ref, start, stop)
+            part = _prompt_range(joint, offsets, n, first_ref, start, stop)
             owner = ref_owner[first_ref[start] : first_ref[stop]] - start
             chunks.append(_statistics(part, stop - start, owner, config))
             if progress:
@@ -104,11 +105,11 @@ def encode_sentences(responses, references, config: BleuConfig) -> tuple[Encoded
     return joint, ref_owner
 
 
-def _prompt_range(joint: EncodedCorpus, n_prompts: int, first_ref, start: int, stop: int) -> EncodedCorpus:
-    """Responses start..stop-1 then their references, from `joint` (all responses, then all references)."""
+def _prompt_range(joint: EncodedCorpus, offsets, n_prompts: int, first_ref, start: int, stop: int) -> EncodedCorpus:
+    """Responses start..stop-1 then their references, from `joint` (all responses, then all references; sentence i's
+    tokens start at offsets[i])."""
     if start == 0 and stop == n_prompts:
         return joint
-    offsets = np.concatenate(([0], np.cumsum(joint.lengths)))
     rows = [(start, stop), (n_prompts + first_ref[start], n_prompts + first_ref[stop])]
     ids = [joint.ids[offsets[a] : offsets[b]] for a, b in rows]
     lengths = [joint.lengths[a:b] for a, b in rows]

@@ -14,7 +14,6 @@ import asyncio
 import weakref
 
 import anyio.to_thread
-from sqlalchemy import Connection
 
 from hub.db import get_engine
 from hub.services.publishing.read_side import Version, current
@@ -22,9 +21,8 @@ from hub.services.publishing.read_side import Version, current
 
 def read_version_now() -> Version:
     """One read of the global data version, on a pooled connection (no ORM session: half the cost)."""
-    connection: Connection
     with get_engine().connect() as connection:
-        return current(connection)  # type: ignore[arg-type]  # current() needs only .execute
+        return current(connection)
 
 
 class _Reads:

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 from sqlmodel import Session
 
 from hub.models.data_version import GLOBAL_SCOPE, DataVersion
@@ -44,8 +44,9 @@ class Version:
 NO_VERSION = Version(-1, datetime(1970, 1, 1, tzinfo=UTC))
 
 
-def current(session: Session, scope: str = GLOBAL_SCOPE) -> Version:
-    """The scope's data version (one primary-key read); version 0 when the row is missing."""
+def current(session: Session | Connection, scope: str = GLOBAL_SCOPE) -> Version:
+    """The scope's data version (one primary-key read, in a session or on a bare connection); version 0 when the row
+    is missing."""
     table = DataVersion.__table__  # type: ignore[attr-defined]
     row = session.execute(select(table.c.version, table.c.changed_at).where(table.c.scope == scope)).first()
     if row is None:
